@@ -1,0 +1,5 @@
+import sys
+
+from ipamd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,187 @@
+"""The Quart (quart-trio) application: routes, auth, limits, errors, access log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from quart import Response, g, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from ipamd.api import auth, idempotency, openapi
+from ipamd.api.errors import CODES, ApiError, envelope
+from ipamd.api.ratelimit import SlidingWindow, retry_after
+from ipamd.api.router import (
+    Reply,
+    RequestContext,
+    RouteSpec,
+    Router,
+    parse_body,
+    parse_query,
+    render,
+)
+from ipamd.api.routes import audit, health, tokens
+from ipamd.state import AppState
+
+API_PREFIX = "/api/v1"
+access_log = logging.getLogger("ipamd.access")
+log = logging.getLogger("ipamd.api")
+
+# Every router of the API; a module added here is served and documented.
+ROUTERS: list[Router] = [health.router, tokens.router, audit.router]
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def all_routes() -> list[RouteSpec]:
+    return [route for router in ROUTERS for route in router.routes]
+
+
+def _rule(path: str) -> str:
+    # {x_id} → <uuid:x_id> so a malformed id is a 404 before any SQL; other params are strings.
+    return re.sub(
+        r"\{(\w+)\}",
+        lambda m: f"<uuid:{m[1]}>" if m[1].endswith("_id") else f"<{m[1]}>",
+        path,
+    )
+
+
+def _error_response(error: ApiError) -> Response:
+    return render(error.body(), error.status, error.headers)
+
+
+def create_app(state: AppState) -> QuartTrio:
+    app = QuartTrio("ipamd", static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = state.config.api.max_body_bytes
+    app.config["JSON_SORT_KEYS"] = False
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+    limiter = SlidingWindow()
+
+    @app.before_request
+    async def _begin() -> Response | None:
+        g.started = time.perf_counter()
+        incoming = request.headers.get("X-Request-Id", "")
+        g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        g.actor = None
+        remote = request.remote_addr or ""
+        g.loopback = auth.is_loopback(remote)
+        if not g.loopback:
+            wait = limiter.hit(f"all|{remote}", state.config.limits.requests_per_minute)
+            if wait is not None:
+                return _error_response(
+                    ApiError(
+                        429,
+                        f"more than {state.config.limits.requests_per_minute} requests a minute "
+                        "from this address",
+                        headers={"Retry-After": retry_after(wait)},
+                    )
+                )
+        return None
+
+    @app.after_request
+    async def _end(response: Response) -> Response:
+        response.headers["X-Request-Id"] = getattr(g, "request_id", "")
+        response.headers.setdefault("Cache-Control", "no-store")
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        if state.config.logging.access_log:
+            started = getattr(g, "started", time.perf_counter())
+            access_log.info(
+                json.dumps(
+                    {
+                        "request_id": getattr(g, "request_id", None),
+                        "method": request.method,
+                        "path": request.path,
+                        "status": response.status_code,
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                        "remote": request.remote_addr,
+                        "actor": getattr(g, "actor", None),
+                    },
+                    separators=(",", ":"),
+                )
+            )
+        return response
+
+    @app.errorhandler(ApiError)
+    async def _api_error(error: ApiError) -> Response:
+        return _error_response(error)
+
+    @app.errorhandler(HTTPException)
+    async def _http_error(error: HTTPException) -> Response:
+        status = error.code or 500
+        messages = {
+            404: f"no such resource: {request.path}",
+            405: f"{request.method} is not allowed on {request.path}",
+            413: f"request body larger than {state.config.api.max_body_bytes} bytes",
+        }
+        message = messages.get(status, error.description or error.name)
+        headers = {}
+        if status == 405 and getattr(error, "valid_methods", None):
+            headers["Allow"] = ", ".join(sorted(error.valid_methods))
+        return render(envelope(CODES.get(status, "error"), message), status, headers)
+
+    @app.errorhandler(Exception)
+    async def _unexpected(error: Exception) -> Response:
+        log.exception("request %s failed", getattr(g, "request_id", "?"))
+        return render(
+            envelope("internal", f"internal error (request id {getattr(g, 'request_id', '?')})"),
+            500,
+        )
+
+    for route in all_routes():
+        app.add_url_rule(
+            API_PREFIX + _rule(route.path),
+            endpoint=route.endpoint,
+            view_func=_view(state, limiter, route),
+            methods=[route.method],
+        )
+
+    document = openapi.build(all_routes(), API_PREFIX)
+
+    @app.route(API_PREFIX + "/openapi.json", methods=["GET"])
+    async def _openapi() -> Response:
+        # The description of the API is public: it holds no data.
+        return render(document, 200)
+
+    return app
+
+
+def _view(state: AppState, limiter: SlidingWindow, route: RouteSpec) -> Any:
+    async def view(**params: Any) -> Response:
+        remote = request.remote_addr or ""
+        if route.rate_limit_per_minute is not None and not g.loopback:
+            limit = route.rate_limit_per_minute(state)
+            wait = limiter.hit(f"{route.endpoint}|{remote}", limit)
+            if wait is not None:
+                raise ApiError(
+                    429,
+                    f"more than {limit} {route.method} {route.path} requests a minute "
+                    "from this address",
+                    headers={"Retry-After": retry_after(wait)},
+                )
+        caller = await auth.authenticate(state, remote, request.headers.get("Authorization"))
+        g.actor = caller.actor
+        auth.authorize(caller, route.role)
+        key = request.headers.get("Idempotency-Key")
+        ctx = RequestContext(
+            state=state,
+            caller=caller,
+            route=route,
+            request_id=g.request_id,
+            query=parse_query(route.query),
+            idempotency_key=idempotency.check_key(key) if key is not None else None,
+        )
+        ctx.body, ctx.raw_body = await parse_body(route.body)
+        result = await route.handler(ctx, **params)
+        if isinstance(result, Response):
+            return result
+        if isinstance(result, Reply):
+            return render(result.body, result.status, result.headers)
+        return render(result, route.status)
+
+    view.__name__ = route.endpoint
+    return view

@@ -1,0 +1,96 @@
+"""Bearer tokens and the loopback bootstrap (spec §5).
+
+Until the first token exists only loopback clients are served (as admin: it is the
+box itself). After that every request carries ``Authorization: Bearer service_live_…``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+import asyncpg
+
+from ipamd.api.errors import ApiError
+from ipamd.api.router import RANK, Caller, Role
+from ipamd.ipam import tokens
+from ipamd.state import AppState
+
+UNAUTHENTICATED = 'Bearer realm="ipamd"'
+
+
+def is_loopback(remote: str) -> bool:
+    try:
+        address = ipaddress.ip_address(remote.split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+async def _lookup(conn: asyncpg.Connection, secret_hash: bytes) -> asyncpg.Record | None:
+    row = await conn.fetchrow(
+        """SELECT id, name, role, secret_hash, expires_at, revoked_at,
+                  (expires_at IS NOT NULL AND expires_at <= now()) AS expired,
+                  (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds') AS stale
+           FROM tokens WHERE secret_hash = $1""",
+        secret_hash,
+    )
+    if row is not None and row["stale"] and row["revoked_at"] is None:
+        # last_used_at is advisory; written at most once a minute per token.
+        await conn.execute("UPDATE tokens SET last_used_at = now() WHERE id = $1", row["id"])
+    return row
+
+
+async def _any_token(conn: asyncpg.Connection) -> bool:
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tokens)"))
+
+
+async def bootstrap_open(state: AppState) -> bool:
+    if state.tokens_exist:
+        return False
+    state.tokens_exist = await state.db.run(_any_token)
+    return not state.tokens_exist
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, message, headers={"WWW-Authenticate": UNAUTHENTICATED})
+
+
+async def authenticate(state: AppState, remote: str, authorization: str | None) -> Caller:
+    loopback = is_loopback(remote)
+    if await bootstrap_open(state):
+        if not loopback:
+            raise ApiError(
+                403,
+                "the appliance has no API token yet: mint the first one from the host itself "
+                "(POST http://127.0.0.1:8080/api/v1/tokens)",
+            )
+        return Caller(role="admin", remote_ip=remote, loopback=True)
+    if not authorization:
+        raise _unauthorized("missing Authorization: Bearer token")
+    scheme, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret.startswith(tokens.PREFIX):
+        raise _unauthorized("Authorization must be 'Bearer service_live_…'")
+    digest = tokens.hash_secret(secret)
+    row = await state.db.run(_lookup, digest)
+    if row is None or not hmac.compare_digest(bytes(row["secret_hash"]), digest):
+        raise _unauthorized("invalid token")
+    if row["revoked_at"] is not None:
+        raise _unauthorized("token has been revoked")
+    if row["expired"]:
+        raise _unauthorized("token has expired")
+    return Caller(
+        role=row["role"],
+        remote_ip=remote,
+        loopback=loopback,
+        token_id=str(row["id"]),
+        token_name=row["name"],
+    )
+
+
+def authorize(caller: Caller, required: Role) -> None:
+    if RANK[caller.role] < RANK[required]:
+        raise ApiError(403, f"this operation needs the {required} role; the token is {caller.role}")

@@ -1,0 +1,93 @@
+"""The spec's error envelope: {"error": {"code": "...", "message": "..."}} on every error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+# status -> default code (DESIGN.md decisions)
+CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    402: "license_limit",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    500: "internal",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """Raised anywhere below a route; rendered in the error envelope."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or CODES.get(status, "error")
+        self.message = message
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return envelope(self.code, self.message)
+
+
+def envelope(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def not_found(what: str, ident: str) -> ApiError:
+    return ApiError(404, f"{what} {ident} does not exist")
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(409, message, "conflict")
+
+
+def invalid(field: str, message: str) -> ApiError:
+    return ApiError(422, f"{field}: {message}", "validation_error")
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "body"
+
+
+def from_validation(error: ValidationError, where: str = "body") -> ApiError:
+    """A pydantic error as a 422 whose message names every offending field."""
+    messages = []
+    for item in error.errors(include_url=False):
+        field = _location(tuple(item["loc"]))
+        if item["type"] == "extra_forbidden":
+            messages.append(f"{field}: unknown field")
+        elif item["type"] == "missing":
+            messages.append(f"{field}: required")
+        else:
+            text = item["msg"]
+            if text.startswith("Value error, "):
+                text = text[len("Value error, "):]
+            messages.append(f"{field}: {text}")
+    status = 400 if where == "query" else 422
+    code = "bad_request" if where == "query" else "validation_error"
+    return ApiError(status, "; ".join(messages), code)

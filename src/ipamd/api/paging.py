@@ -1,0 +1,73 @@
+"""Keyset paging: {items, next_cursor}; the cursor is opaque (base64url of the last sort key)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from ipamd import jsonutil
+from ipamd.api.errors import bad_request
+from ipamd.api.router import Query
+from ipamd.config import LimitsConfig
+
+
+class PageQuery(Query):
+    limit: int | None = Field(default=None, description="page size; default 50, at most 1000")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page")
+
+
+_PARSERS: dict[type, Callable[[Any], Any]] = {
+    uuid.UUID: lambda v: uuid.UUID(str(v)),
+    dt.datetime: lambda v: dt.datetime.fromisoformat(str(v).replace("Z", "+00:00")),
+    int: int,
+    str: str,
+    ipaddress.IPv4Address: lambda v: ipaddress.ip_address(str(v)),
+}
+
+
+def encode_cursor(values: Sequence[Any]) -> str:
+    raw = jsonutil.dumps(list(values)).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, types: Sequence[type]) -> list[Any]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        values = json.loads(raw)
+        if not isinstance(values, list) or len(values) != len(types):
+            raise ValueError("shape")
+        return [_PARSERS[kind](value) for kind, value in zip(types, values, strict=True)]
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        raise bad_request("cursor is not valid (take it from next_cursor)") from None
+
+
+def limit_of(query: PageQuery, limits: LimitsConfig) -> int:
+    if query.limit is None:
+        return limits.page_default
+    if not 1 <= query.limit <= limits.page_max:
+        raise bad_request(f"limit must be between 1 and {limits.page_max}")
+    return query.limit
+
+
+def after(query: PageQuery, types: Sequence[type]) -> list[Any] | None:
+    return None if query.cursor is None else decode_cursor(query.cursor, types)
+
+
+def page(
+    rows: Sequence[Any], limit: int, key: Callable[[Any], Sequence[Any]],
+    render: Callable[[Any], Any] = lambda r: r,
+) -> dict[str, Any]:
+    """Rows were fetched with LIMIT limit+1: the extra row says whether there is more."""
+    more = len(rows) > limit
+    shown = rows[:limit]
+    return {
+        "items": [render(row) for row in shown],
+        "next_cursor": encode_cursor(key(shown[-1])) if more and shown else None,
+    }

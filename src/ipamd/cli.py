@@ -1,0 +1,118 @@
+"""`ipamd run | db-server | migrate | token | check-config`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from ipamd import __version__, logsetup
+from ipamd.config import Config, ConfigError, load
+
+log = logging.getLogger("ipamd")
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return load(args.config)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import trio
+
+    from ipamd import runtime
+
+    config = _config(args)
+    logsetup.configure(config.logging.level)
+    trio.run(runtime.run, config)
+    return 0
+
+
+def cmd_db_server(args: argparse.Namespace) -> int:
+    """Supervisor's `postgres` program: initdb once, then become postgres."""
+    from ipamd import runtime
+
+    config = _config(args)
+    logsetup.configure(config.logging.level)
+    if not config.database.bundled:
+        log.error("database.dsn is set: the bundled postgres is not used")
+        return 2
+    cluster = runtime.bundled_cluster(config)
+    cluster.init()
+    cluster.exec_server(fast=not config.database.durable)
+    return 0  # not reached
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from ipamd import runtime
+    from ipamd.db.bridge import run_sync
+
+    config = _config(args)
+    logsetup.configure(config.logging.level)
+
+    async def go() -> None:
+        db = await runtime.prepare_database(config)
+        await db.close()
+
+    run_sync(go)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """Mint a token directly in the database: recovery on the box itself."""
+    from ipamd import runtime
+    from ipamd.db.bridge import run_sync
+    from ipamd.ipam import tokens
+
+    config = _config(args)
+    logsetup.configure("WARNING")
+
+    async def go() -> dict[str, Any]:
+        db = await runtime.prepare_database(config)
+        try:
+            return await db.transaction(
+                tokens.create, "cli:local", args.name, args.role, None, False
+            )
+        finally:
+            await db.close()
+
+    created = run_sync(go)
+    print(json.dumps({"id": str(created["id"]), "token": created["token"]}))
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = _config(args)
+    print(json.dumps(config.model_dump(), indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ipamd", description="IPAM and DHCP appliance")
+    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--config", help="TOML file (default: $IPAMD_CONFIG, else built-in)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="run the appliance (API, DHCP, outbox, workers)").set_defaults(
+        fn=cmd_run
+    )
+    sub.add_parser("db-server", help="initdb if needed, then run the bundled postgres"
+                   ).set_defaults(fn=cmd_db_server)
+    sub.add_parser("migrate", help="create the database and apply migrations").set_defaults(
+        fn=cmd_migrate
+    )
+    token = sub.add_parser("token", help="mint an API token directly (on the box)")
+    token.add_argument("--name", required=True)
+    token.add_argument("--role", choices=["admin", "operator", "viewer"], default="admin")
+    token.set_defaults(fn=cmd_token)
+    sub.add_parser("check-config", help="validate the TOML file and print it").set_defaults(
+        fn=cmd_check_config
+    )
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except ConfigError as error:
+        print(f"ipamd: configuration error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

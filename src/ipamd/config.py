@@ -1,0 +1,213 @@
+"""The one configuration file, as a pydantic model.
+
+This module is the only place settings are read. Every key is documented in
+config/ipamd.toml; an unknown key or a wrong type stops start-up with a message
+that names the key (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ENV_CONFIG = "IPAMD_CONFIG"
+
+
+class ConfigError(Exception):
+    """The configuration file cannot be used; the message names the key."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _check_listen(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not host:port")
+    ipaddress.ip_address(host.strip("[]"))
+    return value
+
+
+Listen = Annotated[str, Field(min_length=3)]
+
+
+class ApiConfig(Section):
+    public_listen: list[Listen] = ["0.0.0.0:8443"]
+    public_enabled: bool = True
+    tls_cert: str = ""
+    tls_key: str = ""
+    loopback_listen: Listen = "127.0.0.1:8080"
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    idempotency_ttl_seconds: int = Field(default=86_400, ge=60)
+    graceful_timeout_seconds: float = Field(default=3.0, ge=0, le=30)
+    console_enabled: bool = True
+
+    @field_validator("public_listen")
+    @classmethod
+    def _public(cls, value: list[str]) -> list[str]:
+        return [_check_listen(v) for v in value]
+
+    @field_validator("loopback_listen")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        _check_listen(value)
+        if not ipaddress.ip_address(value.rpartition(":")[0].strip("[]")).is_loopback:
+            raise ValueError("must be a loopback address (the host's own plain-HTTP face)")
+        return value
+
+
+class DatabaseConfig(Section):
+    dsn: str = ""
+    data_dir: str = "var/pgdata"
+    socket_dir: str = "var/run"
+    bin_dir: str = ""
+    name: str = "ipamd"
+    user: str = "ipamd"
+    pool_min: int = Field(default=2, ge=1, le=100)
+    pool_max: int = Field(default=10, ge=1, le=200)
+    connect_timeout_seconds: float = Field(default=60.0, gt=0)
+    durable: bool = True
+
+    @property
+    def bundled(self) -> bool:
+        return not self.dsn
+
+
+class DhcpConfig(Section):
+    enabled: bool = True
+    listen: list[Listen] = ["0.0.0.0:67"]
+    reply_port: int = Field(default=67, ge=1, le=65535)
+    client_port: int = Field(default=68, ge=1, le=65535)
+    server_id: str = ""
+    trusted_relays: list[str] = []
+    interfaces: list[str] = []
+    offer_hold_seconds: int = Field(default=30, ge=1, le=3600)
+    decline_probation_seconds: int = Field(default=86_400, ge=0)
+    expiry_interval_seconds: float = Field(default=5.0, gt=0)
+    expiry_batch: int = Field(default=1000, ge=1, le=100_000)
+    commit_batch_max: int = Field(default=256, ge=1, le=10_000)
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: list[str]) -> list[str]:
+        return [_check_listen(v) for v in value]
+
+    @field_validator("trusted_relays")
+    @classmethod
+    def _relays(cls, value: list[str]) -> list[str]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)
+        return value
+
+    @field_validator("server_id")
+    @classmethod
+    def _server_id(cls, value: str) -> str:
+        if value:
+            ipaddress.IPv4Address(value)
+        return value
+
+
+class OutboxConfig(Section):
+    enabled: bool = True
+    workers: int = Field(default=4, ge=1, le=64)
+    max_attempts: int = Field(default=12, ge=1, le=100)
+    backoff_base_seconds: float = Field(default=10.0, gt=0)
+    backoff_max_seconds: float = Field(default=21_600.0, gt=0)
+    request_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    claim_timeout_seconds: float = Field(default=60.0, gt=0)
+    poll_interval_seconds: float = Field(default=5.0, gt=0)
+    ca_file: str = ""
+    max_response_bytes: int = Field(default=65_536, ge=0)
+
+
+class LimitsConfig(Section):
+    requests_per_minute: int = Field(default=300, ge=1)
+    token_creations_per_minute: int = Field(default=10, ge=1)
+    page_default: int = Field(default=50, ge=1)
+    page_max: int = Field(default=1000, ge=1)
+
+
+class LicenseConfig(Section):
+    tier: str = "community"
+    max_managed_ips: int = Field(default=1000, ge=0)
+
+
+class AuditConfig(Section):
+    retention_days: int = Field(default=365, ge=1)
+    sweep_interval_seconds: float = Field(default=3600.0, gt=0)
+
+
+class HistoryConfig(Section):
+    retention_days: int = Field(default=365, ge=1)
+
+
+class LoggingConfig(Section):
+    level: str = "INFO"
+    access_log: bool = True
+
+    @field_validator("level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if value.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("one of DEBUG, INFO, WARNING, ERROR")
+        return value.upper()
+
+
+class Config(Section):
+    state_dir: str = "var"
+    node_name: str = ""
+    api: ApiConfig = ApiConfig()
+    database: DatabaseConfig = DatabaseConfig()
+    dhcp: DhcpConfig = DhcpConfig()
+    outbox: OutboxConfig = OutboxConfig()
+    limits: LimitsConfig = LimitsConfig()
+    license: LicenseConfig = LicenseConfig()
+    audit: AuditConfig = AuditConfig()
+    history: HistoryConfig = HistoryConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+    def path(self, value: str) -> Path:
+        """A configured path; relative ones are taken from the working directory."""
+        return Path(value).expanduser().resolve()
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        if item["type"] == "extra_forbidden":
+            lines.append(f"unknown key {key!r}")
+        else:
+            lines.append(f"key {key!r}: {item['msg']}")
+    return "; ".join(lines)
+
+
+def parse(data: dict[str, Any]) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+
+
+def load(path: str | os.PathLike[str] | None = None) -> Config:
+    """Load the TOML file named by ``path`` or $IPAMD_CONFIG; defaults when neither is set."""
+    chosen = path or os.environ.get(ENV_CONFIG)
+    if not chosen:
+        return Config()
+    try:
+        with open(chosen, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {chosen} does not exist") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{chosen}: not valid TOML: {error}") from None
+    try:
+        return parse(data)
+    except ConfigError as error:
+        raise ConfigError(f"{chosen}: {error}") from None

@@ -1,0 +1,153 @@
+"""The one crossing between trio and asyncpg (which is asyncio-only).
+
+Each crossing costs ~90 µs, so a unit of database work is written as one
+asyncio-side coroutine function ``fn(conn, *args)`` and crosses once:
+``await db.run(fn, ...)`` or, inside a transaction, ``await db.transaction(fn, ...)``.
+Nothing else in the package imports asyncio or trio_asyncio.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from ipamd.jsonutil import dumps
+
+log = logging.getLogger("ipamd.db")
+
+T = TypeVar("T")
+Work = Callable[..., Awaitable[T]]
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    # jsonb in and out as Python objects, everywhere.
+    await conn.set_type_codec(
+        "jsonb", encoder=dumps, decoder=json.loads, schema="pg_catalog"
+    )
+    await conn.set_type_codec("json", encoder=dumps, decoder=json.loads, schema="pg_catalog")
+
+
+@asynccontextmanager
+async def asyncio_loop():  # type: ignore[no-untyped-def]
+    """Open the asyncio loop that asyncpg runs on; wrap the whole nursery in it."""
+    async with trio_asyncio.open_loop() as loop:
+        yield loop
+
+
+class Database:
+    """An asyncpg pool driven from trio."""
+
+    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+        self._pool = pool
+        self.dsn = dsn
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, timeout: float = 60.0
+    ) -> Database:
+        """Connect, retrying with backoff until ``timeout`` (Postgres may still be starting)."""
+        delay = 0.1
+        with trio.move_on_after(timeout) as scope:
+            while True:
+                try:
+                    pool = await trio_asyncio.aio_as_trio(_create_pool)(dsn, min_size, max_size)
+                    return cls(pool, dsn)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                    last = error
+                    log.info("database not reachable yet: %s", error.__class__.__name__)
+                await trio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        assert scope.cancelled_caught
+        raise ConnectionError(f"database not reachable after {timeout:.0f}s: {last}")
+
+    async def close(self) -> None:
+        await trio_asyncio.aio_as_trio(self._pool.close)()
+
+    async def run(self, fn: Work[T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on one pooled connection; one crossing."""
+        return await trio_asyncio.aio_as_trio(_on_connection)(self._pool, fn, args, False)
+
+    async def transaction(self, fn: Work[T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` inside one transaction; one crossing."""
+        return await trio_asyncio.aio_as_trio(_on_connection)(self._pool, fn, args, True)
+
+    async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
+        """LISTEN on ``channel``; payloads arrive on the returned trio channel.
+
+        The connection is held until the receive channel is closed. Notifications
+        that find the buffer full are dropped: listeners must also poll.
+        """
+        send, receive = trio.open_memory_channel[str](buffer)
+
+        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            # Runs on the asyncio loop, which trio-asyncio drives in this same thread.
+            try:
+                send.send_nowait(payload)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+
+        conn = await trio_asyncio.aio_as_trio(self._pool.acquire)()
+        await trio_asyncio.aio_as_trio(conn.add_listener)(channel, on_notify)
+
+        async def release() -> None:
+            try:
+                await trio_asyncio.aio_as_trio(conn.remove_listener)(channel, on_notify)
+            finally:
+                await trio_asyncio.aio_as_trio(self._pool.release)(conn)
+
+        receive.release = release  # type: ignore[attr-defined]
+        return receive
+
+
+async def _create_pool(dsn: str, min_size: int, max_size: int) -> asyncpg.Pool:
+    return await asyncpg.create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        # The reset query (RESET ALL, UNLISTEN) is not needed: we never SET or LISTEN on pooled
+        # connections except through Database.listen, which releases its own.
+        command_timeout=60,
+    )
+
+
+async def _on_connection(
+    pool: asyncpg.Pool, fn: Work[T], args: tuple[Any, ...], in_transaction: bool
+) -> T:
+    async with pool.acquire() as conn:
+        if in_transaction:
+            async with conn.transaction():
+                return await fn(conn, *args)
+        return await fn(conn, *args)
+
+
+async def connect_once(dsn: str) -> asyncpg.Connection:
+    """A single connection outside any pool (migrations, admin work); asyncio side."""
+    conn = await asyncpg.connect(dsn)
+    await _init_connection(conn)
+    return conn
+
+
+async def run_once(dsn: str, fn: Work[T], *args: Any) -> T:
+    """From trio: open one connection, run ``fn(conn, *args)``, close. For CLI and admin work."""
+
+    async def _go() -> T:
+        conn = await connect_once(dsn)
+        try:
+            return await fn(conn, *args)
+        finally:
+            await conn.close()
+
+    return await trio_asyncio.aio_as_trio(_go)()
+
+
+def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run a trio coroutine function with the asyncio loop open (CLI entry points)."""
+    return trio_asyncio.run(fn)

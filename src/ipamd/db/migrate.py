@@ -1,0 +1,71 @@
+"""Versioned SQL migrations: numbered files in db/migrations, tracked in schema_migrations.
+
+Each file runs in its own transaction under an advisory lock, so several nodes
+starting against one database apply each migration once; re-running is a no-op.
+Asyncio side: call through the bridge (``db.run(migrate)`` or ``run_once``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import asyncpg
+
+MIGRATION_LOCK = 0x1BA3D  # advisory lock key shared by every ipamd node
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def available() -> list[Migration]:
+    found = []
+    for entry in resources.files("ipamd.db.migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration numbers in {versions}")
+    return found
+
+
+async def migrate(conn: asyncpg.Connection) -> list[int]:
+    """Apply every migration not yet applied; returns the versions applied now."""
+    await conn.execute(
+        """CREATE TABLE IF NOT EXISTS schema_migrations (
+               version integer PRIMARY KEY,
+               name text NOT NULL,
+               applied_at timestamptz NOT NULL DEFAULT now())"""
+    )
+    applied_now = []
+    for migration in available():
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            done = await conn.fetchval(
+                "SELECT 1 FROM schema_migrations WHERE version = $1", migration.version
+            )
+            if done:
+                continue
+            await conn.execute(migration.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                migration.version,
+                migration.name,
+            )
+            applied_now.append(migration.version)
+    return applied_now
+
+
+async def schema_version(conn: asyncpg.Connection) -> int | None:
+    exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    if not exists:
+        return None
+    return await conn.fetchval("SELECT max(version) FROM schema_migrations")

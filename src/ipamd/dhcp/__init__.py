@@ -1,0 +1,1 @@
+"""DHCPv4 wire codec and server."""

@@ -1,0 +1,206 @@
+"""trio.run → one nursery hosting the API, the DHCP server, the outbox and the periodic workers.
+
+Start-up order: asyncio loop (for asyncpg) → database (wait, create, migrate) →
+nursery: API (started with nursery.start, so readiness is real) → services.
+SIGTERM/SIGINT: the API drains (hypercorn's shutdown trigger), then everything
+else is cancelled and the pool closed — well inside supervisor's stop timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+import asyncpg
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+
+from ipamd.api.app import create_app
+from ipamd.config import Config
+from ipamd.db.bridge import Database, asyncio_loop, run_once
+from ipamd.db.cluster import Cluster, find_bin_dir
+from ipamd.db.migrate import migrate
+from ipamd.state import AppState
+from ipamd.tls import ensure_self_signed
+from ipamd.workers import housekeeping
+
+log = logging.getLogger("ipamd")
+
+# A long-running service: ``await service(state, task_status=...)``; it calls
+# task_status.started() once ready and runs until cancelled.
+Service = Callable[..., Awaitable[None]]
+
+
+def services(state: AppState) -> list[tuple[str, Service]]:
+    """Every background service of the appliance, in start order."""
+    found: list[tuple[str, Service]] = [("housekeeping", housekeeping.run)]
+    return found
+
+
+@dataclass
+class Running:
+    state: AppState
+    binds: list[str]
+    stop: trio.Event
+    done: trio.Event = field(default_factory=trio.Event)
+
+    def url(self, scheme: str) -> str:
+        return next(b for b in self.binds if b.startswith(scheme + "://"))
+
+
+def database_dsn(config: Config) -> str:
+    if config.database.dsn:
+        return config.database.dsn
+    return bundled_cluster(config).dsn(config.database.name)
+
+
+def bundled_cluster(config: Config) -> Cluster:
+    db = config.database
+    return Cluster(
+        data_dir=config.path(db.data_dir),
+        socket_dir=config.path(db.socket_dir),
+        bin_dir=find_bin_dir(db.bin_dir),
+        superuser=db.user,
+    )
+
+
+async def _create_database(conn: asyncpg.Connection, name: str) -> bool:
+    if await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+        return False
+    # Identifiers cannot be parameters; the name comes from the TOML file and is quoted.
+    await conn.execute(f'CREATE DATABASE "{name.replace(chr(34), "")}"')
+    return True
+
+
+async def prepare_database(config: Config) -> Database:
+    """Connect (waiting for Postgres), create the bundled database if needed, migrate."""
+    dsn = database_dsn(config)
+    timeout = config.database.connect_timeout_seconds
+    if config.database.bundled:
+        admin = bundled_cluster(config).dsn("postgres")
+        with trio.fail_after(timeout):
+            while True:
+                try:
+                    if await run_once(admin, _create_database, config.database.name):
+                        log.info("created database %s", config.database.name)
+                    break
+                except (OSError, asyncpg.PostgresError) as error:
+                    log.info("waiting for bundled postgres: %s", error.__class__.__name__)
+                    await trio.sleep(0.5)
+    db = await Database.connect(
+        dsn, min_size=config.database.pool_min, max_size=config.database.pool_max,
+        timeout=timeout,
+    )
+    applied = await db.run(migrate)
+    if applied:
+        log.info("applied migrations %s", applied)
+    return db
+
+
+def hypercorn_config(config: Config) -> HypercornConfig:
+    hc = HypercornConfig()
+    hc.graceful_timeout = config.api.graceful_timeout_seconds
+    hc.accesslog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
+    hc.keep_alive_timeout = 30
+    hc.h2_max_inbound_frame_size = 2**14
+    if config.api.public_enabled and config.api.public_listen:
+        if config.api.tls_cert and config.api.tls_key:
+            cert, key = config.path(config.api.tls_cert), config.path(config.api.tls_key)
+        else:
+            cert, key = ensure_self_signed(config.path(config.state_dir) / "tls")
+        hc.certfile, hc.keyfile = str(cert), str(key)
+        hc.bind = list(config.api.public_listen)
+        hc.insecure_bind = [config.api.loopback_listen]
+    else:
+        hc.bind = [config.api.loopback_listen]
+    return hc
+
+
+async def _serve_api(
+    state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]]
+) -> None:
+    app = create_app(state)
+    await serve(app, hypercorn_config(state.config), shutdown_trigger=stop.wait,
+                task_status=task_status)
+
+
+async def supervise(
+    name: str, service: Service, state: AppState, *, task_status: trio.TaskStatus[None]
+) -> None:
+    """Run a service; a crash after start-up is logged and the service restarted with backoff.
+
+    A failure before it reports ready propagates: the appliance does not start half-built.
+    """
+    started = False
+    delay = 0.5
+
+    async def _first(*, task_status: trio.TaskStatus[None]) -> None:
+        await service(state, task_status=task_status)
+
+    while True:
+        try:
+            async with trio.open_nursery() as inner:
+                if not started:
+                    await inner.start(_first)
+                    started = True
+                    task_status.started()
+                else:
+                    await inner.start(_first)
+                delay = 0.5
+            log.warning("service %s returned; restarting", name)
+        except Exception:
+            if not started:
+                raise
+            log.exception("service %s crashed; restarting in %.1fs", name, delay)
+        await trio.sleep(delay)
+        delay = min(delay * 2, 30.0)
+
+
+async def _watch_signals(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received %s: stopping", signal.Signals(signum).name)
+            stop.set()
+            return
+
+
+async def run(
+    config: Config,
+    *,
+    handle_signals: bool = True,
+    task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The appliance process. With handle_signals=False (tests), set ``Running.stop`` to end."""
+    async with asyncio_loop():
+        db = await prepare_database(config)
+        try:
+            state = AppState(config=config, db=db)
+            stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                api_done = trio.Event()
+
+                async def api(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    try:
+                        await _serve_api(state, stop, task_status=task_status)
+                    finally:
+                        api_done.set()
+
+                binds = await nursery.start(api)
+                for name, service in services(state):
+                    await nursery.start(supervise, name, service, state)
+                if handle_signals:
+                    nursery.start_soon(_watch_signals, stop)
+                running = Running(state=state, binds=binds, stop=stop)
+                log.info("ipamd ready: %s", ", ".join(binds))
+                task_status.started(running)
+                await stop.wait()
+                with trio.move_on_after(config.api.graceful_timeout_seconds + 2):
+                    await api_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await db.close()
+    log.info("ipamd stopped")

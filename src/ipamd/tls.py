@@ -1,0 +1,59 @@
+"""The public listener's certificate: from the TOML file, or a self-signed pair made on first boot."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import socket
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def ensure_self_signed(directory: Path) -> tuple[Path, Path]:
+    """Return (cert, key) under ``directory``, generating them once (key mode 0600)."""
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    if cert_path.exists() and key_path.exists():
+        return cert_path, key_path
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = ec.generate_private_key(ec.SECP256R1())
+    host = socket.gethostname()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=825))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [
+                    x509.DNSName(host),
+                    x509.DNSName("localhost"),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    x509.IPAddress(ipaddress.ip_address("::1")),
+                ]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path

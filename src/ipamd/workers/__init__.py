@@ -1,0 +1,1 @@
+"""Small periodic workers hosted in the runtime's nursery."""

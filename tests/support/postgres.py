@@ -1,0 +1,101 @@
+"""The suite's private Postgres cluster: initdb in a temp dir, unix socket, fsync off.
+
+One template database is migrated once per session; each test gets a clone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio_asyncio
+
+from ipamd.db.bridge import run_once
+from ipamd.db.cluster import Cluster, find_bin_dir
+from ipamd.db.migrate import migrate
+
+TEMPLATE = "ipamd_template"
+_counter = itertools.count()
+
+
+@dataclass
+class PgServer:
+    cluster: Cluster
+    process: subprocess.Popen
+    base: Path
+
+    def dsn(self, database: str) -> str:
+        return self.cluster.dsn(database)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _wait_ready(cluster: Cluster, process: subprocess.Popen, timeout: float = 30) -> None:
+    socket = cluster.socket_dir / f".s.PGSQL.{cluster.port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"postgres exited with {process.returncode}")
+        if socket.exists():
+            try:
+                trio_asyncio.run(run_once, cluster.dsn("postgres"), _ping)
+                return
+            except OSError:
+                pass
+            except Exception as error:  # starting up: "the database system is starting up"
+                if "starting up" not in str(error):
+                    raise
+        time.sleep(0.1)
+    raise RuntimeError("postgres did not become ready")
+
+
+async def _ping(conn) -> int:
+    return await conn.fetchval("SELECT 1")
+
+
+async def _make_template(conn) -> None:
+    await conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+    await conn.execute(f"CREATE DATABASE {TEMPLATE}")
+
+
+def start() -> PgServer:
+    base = Path(tempfile.mkdtemp(prefix="ipamd-test-pg-"))
+    os.chmod(base, 0o755)  # the postgres user must traverse it when we are root
+    cluster = Cluster(
+        data_dir=base / "data", socket_dir=base / "run", bin_dir=find_bin_dir(), port=5432
+    )
+    cluster.init()
+    process = cluster.spawn_server(fast=True, log_file=base / "postgres.log")
+    try:
+        _wait_ready(cluster, process)
+        trio_asyncio.run(run_once, cluster.dsn("postgres"), _make_template)
+        trio_asyncio.run(run_once, cluster.dsn(TEMPLATE), migrate)
+    except BaseException:
+        process.kill()
+        raise
+    return PgServer(cluster=cluster, process=process, base=base)
+
+
+def next_name() -> str:
+    return f"t_{os.getpid()}_{next(_counter)}"
+
+
+async def clone(conn, name: str) -> None:
+    await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+
+
+async def drop(conn, name: str) -> None:
+    await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
