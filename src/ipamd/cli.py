@@ -10,6 +10,7 @@ from typing import Any
 
 from ipamd import __version__, logsetup
 from ipamd.config import Config, ConfigError, load
+from ipamd.db.cluster import ClusterError
 
 log = logging.getLogger("ipamd")
 
@@ -114,5 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"ipamd: configuration error: {error}", file=sys.stderr)
         return 2
+    except ClusterError as error:
+        print(f"ipamd: bundled postgres: {error}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
