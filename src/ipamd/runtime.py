@@ -22,9 +22,10 @@ from ipamd.config import Config
 from ipamd.db.bridge import Database, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
+from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed
-from ipamd.workers import housekeeping
+from ipamd.workers import history_retention, housekeeping
 
 log = logging.getLogger("ipamd")
 
@@ -36,6 +37,9 @@ Service = Callable[..., Awaitable[None]]
 def services(state: AppState) -> list[tuple[str, Service]]:
     """Every background service of the appliance, in start order."""
     found: list[tuple[str, Service]] = [("housekeeping", housekeeping.run)]
+    found.append(("history_retention", history_retention.run))
+    if state.config.outbox.enabled:
+        found.append(("outbox", outbox_scheduler.run))
     return found
 
 
@@ -127,34 +131,40 @@ async def _serve_api(
                 task_status=task_status)
 
 
+class _Readiness:
+    """Forwards the first started() to the parent nursery and remembers that it happened."""
+
+    def __init__(self, task_status: trio.TaskStatus[None]) -> None:
+        self._task_status = task_status
+        self.ready = False
+
+    def started(self, value: None = None) -> None:
+        if not self.ready:
+            self.ready = True
+            self._task_status.started(value)
+
+
 async def supervise(
     name: str, service: Service, state: AppState, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """Run a service; a crash after start-up is logged and the service restarted with backoff.
 
     A failure before it reports ready propagates: the appliance does not start half-built.
+    A service that ran for a minute or more starts again from the shortest delay.
     """
-    started = False
+    readiness = _Readiness(task_status)
     delay = 0.5
-
-    async def _first(*, task_status: trio.TaskStatus[None]) -> None:
-        await service(state, task_status=task_status)
-
     while True:
+        began = trio.current_time()
         try:
-            async with trio.open_nursery() as inner:
-                if not started:
-                    await inner.start(_first)
-                    started = True
-                    task_status.started()
-                else:
-                    await inner.start(_first)
-                delay = 0.5
+            await service(state, task_status=readiness)
             log.warning("service %s returned; restarting", name)
         except Exception:
-            if not started:
+            if not readiness.ready:
                 raise
             log.exception("service %s crashed; restarting in %.1fs", name, delay)
+        if trio.current_time() - began >= 60:
+            delay = 0.5
         await trio.sleep(delay)
         delay = min(delay * 2, 30.0)
 

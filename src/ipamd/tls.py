@@ -1,4 +1,4 @@
-"""The public listener's certificate: from the TOML file, or a self-signed pair made on first boot."""
+"""The public listener's certificate: from the TOML file, or self-signed on first boot."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ WINDOW_SECONDS = 60.0
 class SlidingWindow:
     """At most ``limit`` events per client in any 60 s window.
 
-    Keeps one timestamp per accepted event, so memory is bounded by limit × clients;
+    Keeps one timestamp per accepted event, so memory is bounded by limit times clients;
     idle clients are swept out.
     """
 

@@ -8,6 +8,7 @@ Nothing else in the package imports asyncio or trio_asyncio.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -88,10 +89,10 @@ class Database:
 
         def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
             # Runs on the asyncio loop, which trio-asyncio drives in this same thread.
-            try:
+            with contextlib.suppress(
+                trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
+            ):
                 send.send_nowait(payload)
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
 
         conn = await trio_asyncio.aio_as_trio(self._pool.acquire)()
         await trio_asyncio.aio_as_trio(conn.add_listener)(channel, on_notify)

@@ -1,0 +1,29 @@
+"""The appliance artifact is reproducible: two builds of one commit are the same bytes."""
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _build() -> bytes:
+    out = subprocess.run([str(ROOT / "image/build.sh")], cwd=ROOT, capture_output=True,
+                         text=True, check=True, timeout=120).stdout.strip().splitlines()[-1]
+    return (ROOT / out).read_bytes()
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists() or shutil.which("git") is None,
+                    reason="needs the git checkout")
+def test_two_builds_are_identical():
+    first = hashlib.sha256(_build()).hexdigest()
+    second = hashlib.sha256(_build()).hexdigest()
+    assert first == second
+    listing = subprocess.run(["tar", "tzf", next((ROOT / "dist").glob("*.tar.gz"))],
+                             capture_output=True, text=True, check=True).stdout
+    for needed in ("ipamd/Makefile", "ipamd/requirements.lock", "ipamd/appliance/supervisord.conf",
+                   "ipamd/config/ipamd.toml", "ipamd/src/ipamd/runtime.py"):
+        assert needed in listing
