@@ -1,0 +1,41 @@
+"""`make bench`: run every benchmark in turn and print its figures.
+
+Each bench script is standalone (`python bench/bench_X.py`), starts its own private Postgres
+and whatever peer it compares against, prints a table, and cleans up after itself. A failing
+bench is reported and the others still run; the exit status says whether all succeeded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["bench_dhcp.py", "bench_ipam.py", "bench_outbox.py", "bench_history.py"]
+
+
+def main(argv: list[str]) -> int:
+    chosen = [name for name in ORDER if not argv or any(a in name for a in argv)]
+    failed = []
+    for name in chosen:
+        script = HERE / name
+        if not script.exists():
+            print(f"== {name}: missing", flush=True)
+            failed.append(name)
+            continue
+        print(f"\n== {name}", flush=True)
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, str(script)], cwd=HERE.parent, check=False)
+        print(f"== {name}: exit {result.returncode} after {time.monotonic() - started:.0f}s",
+              flush=True)
+        if result.returncode != 0:
+            failed.append(name)
+    if failed:
+        print("failed: " + ", ".join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
