@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+"""`make bench` for DHCP: full relayed DORA with perfdhcp against Kea and ipamd, side by side.
+
+Topology (created here, removed on any exit): namespace ``srv`` holds the server under test
+on 10.77.0.1; namespace ``rly`` holds perfdhcp on 10.77.0.2, which acts as a relay (``-l``:
+every packet carries giaddr 10.77.0.2 and replies come back to it on port 67). One veth pair
+joins them, so every packet crosses a real link. Leases come from 10.77.0.0/16.
+
+Servers, in this order so the peer figures exist early:
+  kea-pg     kea-dhcp4 with its PostgreSQL lease backend (single-threaded, Kea's default)
+  kea-mem    kea-dhcp4 with memfile (persisted CSV)
+  ipamd      the appliance (`python -m ipamd run`), leases in PostgreSQL
+  (kea-pg-mt: Kea PostgreSQL with 4 threads, on request with --servers)
+Each (server, rate) runs on a fresh lease store: a new database (Kea's schema through
+`kea-admin db-init pgsql`; ipamd's by its own migrations, plan through its API) or a new
+lease file. Both PostgreSQL servers use one private, durable cluster (fsync on) started here.
+
+perfdhcp runs `-g single` (on 2 cores a second receive thread starves the server) at each
+capped rate of the sweep for a fixed period; the table shows achieved DORA/s, drops and
+latency per server and the ratios. Everything is written under bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import signal
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+import httpx  # noqa: E402
+from tests.support import netns  # noqa: E402
+
+from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
+
+KEA_DIR = Path(__file__).resolve().parent / "kea"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+SERVER_IP = "10.77.0.1"
+RELAY_IP = "10.77.0.2"
+SUBNET = "10.77.0.0/16"
+POOL = ("10.77.1.0", "10.77.255.254")  # 65,279 addresses
+LEASE_TIME = 3600
+PING_MAC = "02:77:00:00:00:01"
+API_PORT = 18080
+PG_USER = "bench"
+DEFAULT_RATES = (250, 500, 1000, 2000, 3000, 4000, 6000)
+ALL_SERVERS = ("kea-pg", "kea-mem", "ipamd", "kea-pg-mt")
+DEFAULT_SERVERS = ("kea-pg", "kea-mem", "ipamd")
+TOOLS = ("ip", "perfdhcp", "kea-dhcp4", "kea-admin", "psql")
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+@dataclass
+class Result:
+    server: str
+    rate: int
+    dora_per_s: float | None = None
+    sent: int = 0             # Discovers + Requests sent
+    drops_do: int = 0
+    drops_ra: int = 0
+    avg_ms: float | None = None   # Discover→Offer avg + Request→Ack avg (one DORA)
+    max_ms: float | None = None   # worst Discover→Offer + worst Request→Ack
+    note: str = ""
+
+    @property
+    def drops(self) -> int:
+        return self.drops_do + self.drops_ra
+
+    @property
+    def drop_pct(self) -> float:
+        return 100.0 * self.drops / self.sent if self.sent else 0.0
+
+
+# --- perfdhcp --------------------------------------------------------------------------
+
+_SECTION = re.compile(r"\*\*\*Statistics for: (\S+)\*\*\*")
+
+
+def parse_perfdhcp(text: str) -> dict[str, Any]:
+    """The figures of perfdhcp's final report: rate, and per exchange sent/received/drops/delay."""
+    out: dict[str, Any] = {}
+    rate = re.search(r"Rate: ([\d.]+) 4-way exchanges/second", text)
+    out["rate"] = float(rate[1]) if rate else None
+    pieces = _SECTION.split(text)
+    for name, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        def num(label: str, body: str = body) -> float | None:
+            found = re.search(rf"^{label}: ([\d.]+)", body, re.MULTILINE)
+            return float(found[1]) if found else None
+
+        out[name] = {
+            "sent": int(num("sent packets") or 0),
+            "received": int(num("received packets") or 0),
+            "drops": int(num("drops") or 0),
+            "avg_ms": num("avg delay"),
+            "max_ms": num("max delay"),
+        }
+    return out
+
+
+def to_result(server: str, rate: int, period: int, parsed: dict[str, Any]) -> Result:
+    """perfdhcp's "Rate" divides by the period plus the drain time (-W): count Acks instead.
+
+    Drops are every packet that got no answer (perfdhcp's timed-out drops and any still
+    in flight after the drain), so nothing lost hides between its counters.
+    """
+    do = parsed.get("DISCOVER-OFFER", {})
+    ra = parsed.get("REQUEST-ACK", {})
+    avg = [v for v in (do.get("avg_ms"), ra.get("avg_ms")) if v is not None]
+    top = [v for v in (do.get("max_ms"), ra.get("max_ms")) if v is not None]
+    return Result(
+        server=server, rate=rate, dora_per_s=round(ra.get("received", 0) / period, 1),
+        sent=do.get("sent", 0) + ra.get("sent", 0),
+        drops_do=max(do.get("sent", 0) - do.get("received", 0), 0),
+        drops_ra=max(ra.get("sent", 0) - ra.get("received", 0), 0),
+        avg_ms=round(sum(avg), 3) if len(avg) == 2 else None,
+        max_ms=round(sum(top), 3) if len(top) == 2 else None,
+    )
+
+
+# --- the rig ---------------------------------------------------------------------------
+
+@dataclass
+class Rig:
+    lab: netns.Lab
+    srv: str
+    rly: str
+    work: Path
+    out: Path
+    pg: Cluster
+    pg_proc: subprocess.Popen[Any] | None = None
+    kea_severity: str = "WARN"
+    counter: int = 0
+
+    def psql(self, database: str, sql: str) -> str:
+        done = subprocess.run(
+            ["psql", "-h", str(self.pg.socket_dir), "-p", str(self.pg.port), "-U", PG_USER,
+             "-d", database, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        if done.returncode != 0:
+            raise BenchError(f"psql {sql!r}: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def fresh_database(self, prefix: str, template: str | None = None) -> str:
+        self.counter += 1
+        name = f"{prefix}_{self.counter}"
+        self.psql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.psql("postgres", f"CREATE DATABASE {name}" + (f" TEMPLATE {template}"
+                                                           if template else ""))
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with contextlib.suppress(BenchError):
+            self.psql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def perfdhcp(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        argv = ["perfdhcp", "-4", "-g", "single", "-l", RELAY_IP, *args, SERVER_IP]
+        try:
+            return self.lab.run(self.rly, argv, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(argv, -1, "", "perfdhcp timed out")
+
+    def answers(self) -> bool:
+        """Full DORAs from a client of its own (not one of the measured ones) complete.
+
+        perfdhcp ``-n 1`` exits as soon as it has sent, so a short rated run with a
+        drain time (-W) is the reliable ping.
+        """
+        done = self.perfdhcp("-r", "4", "-p", "1", "-W", "1000000", "-b", f"mac={PING_MAC}",
+                             timeout=15)
+        acks = parse_perfdhcp(done.stdout).get("REQUEST-ACK", {}).get("received", 0)
+        return acks > 0
+
+    def wait_answering(self, proc: subprocess.Popen[Any], seconds: float, log: Path) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise BenchError(f"server exited ({proc.returncode}): {tail(log)}")
+            if self.answers():
+                return
+            time.sleep(0.3)
+        raise BenchError(f"no DHCP answer within {seconds:.0f} s: {tail(log)}")
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+WORK_PREFIX = "ipamd-bench-"
+
+
+def sweep_stale_work() -> None:
+    """Stop and remove what a bench killed outright (SIGKILL) left: its postgres, its files."""
+    for path in Path(tempfile.gettempdir()).glob(WORK_PREFIX + "*"):
+        try:
+            owner = int((path / "bench.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if Path(f"/proc/{owner}").exists():
+            continue  # that bench still runs
+        data = path / "pg" / "data"
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            pg_pid = int((data / "postmaster.pid").read_text().split()[0])
+            # Only the postmaster of that data directory, never a recycled pid.
+            if str(data).encode() in Path(f"/proc/{pg_pid}/cmdline").read_bytes():
+                os.kill(pg_pid, signal.SIGINT)  # fast shutdown
+                deadline = time.monotonic() + 20
+                while Path(f"/proc/{pg_pid}").exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+        print(f"removed the leftovers of an interrupted bench: {path}", flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (timeout, supervisor) unwinds like Ctrl-C, so everything is torn down.
+    raise KeyboardInterrupt
+
+
+def start_postgres(work: Path, durable: bool) -> tuple[Cluster, subprocess.Popen[Any]]:
+    base = work / "pg"
+    base.mkdir()
+    os.chmod(work, 0o755)
+    os.chmod(base, 0o755)
+    cluster = Cluster(data_dir=base / "data", socket_dir=base / "run", bin_dir=find_bin_dir(),
+                      superuser=PG_USER, port=5432)
+    cluster.init()
+    # Durable by default (fsync on, synchronous commits); one cluster serves Kea and ipamd.
+    proc = cluster.spawn_server(fast=not durable, log_file=base / "postgres.log")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"postgres exited: {tail(base / 'postgres.log')}")
+        ready = subprocess.run(
+            ["psql", "-h", str(cluster.socket_dir), "-U", PG_USER, "-d", "postgres",
+             "-qAtc", "SELECT 1"], capture_output=True, text=True, timeout=10, check=False,
+        )
+        if ready.returncode == 0:
+            return cluster, proc
+        time.sleep(0.2)
+    raise BenchError("postgres did not start")
+
+
+# --- servers ---------------------------------------------------------------------------
+
+def kea_config(rig: Rig, template: str, threads: int, **values: Any) -> Path:
+    text = (KEA_DIR / template).read_text()
+    filled = string.Template(text).substitute(
+        interface=rig.lab.ifname("ba"), server_ip=SERVER_IP, subnet=SUBNET,
+        pool_start=POOL[0], pool_end=POOL[1], gateway=RELAY_IP, lease_time=LEASE_TIME,
+        renew_time=LEASE_TIME // 2, rebind_time=LEASE_TIME * 7 // 8,
+        multi_threading="true" if threads > 1 else "false", threads=max(threads, 1),
+        severity=rig.kea_severity, **values,
+    )
+    json.loads(filled)  # a broken template fails here, not inside Kea
+    rig.counter += 1
+    path = rig.work / f"kea-{rig.counter}.json"
+    path.write_text(filled)
+    return path
+
+
+@contextlib.contextmanager
+def kea(rig: Rig, backend: str, threads: int, label: str) -> Any:
+    """kea-dhcp4 on a fresh lease store, answering, inside ``srv``."""
+    env = dict(os.environ, KEA_LOCKFILE_DIR=str(rig.work), KEA_PIDFILE_DIR=str(rig.work))
+    database = None
+    if backend == "pgsql":
+        database = rig.fresh_database("kea")
+        init = subprocess.run(
+            ["kea-admin", "db-init", "pgsql", "-h", str(rig.pg.socket_dir),
+             "-P", str(rig.pg.port), "-u", PG_USER, "-n", database],
+            capture_output=True, text=True, timeout=120, check=False, env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        if init.returncode != 0:
+            raise BenchError(f"kea-admin db-init: {init.stderr.strip() or init.stdout.strip()}")
+        config = kea_config(rig, "kea-dhcp4-pgsql.json", threads, db_name=database,
+                            db_host=rig.pg.socket_dir, db_port=rig.pg.port, db_user=PG_USER)
+    else:
+        lease_file = rig.work / f"{label}.leases.csv"
+        config = kea_config(rig, "kea-dhcp4-memfile.json", threads, lease_file=lease_file)
+    log = rig.out / f"{label}.log"
+    with open(log, "w") as handle:
+        proc = rig.lab.spawn(rig.srv, ["kea-dhcp4", "-c", str(config)], env=env,
+                             stdout=handle, stderr=subprocess.STDOUT)
+    try:
+        rig.wait_answering(proc, 30, log)
+        yield proc
+    finally:
+        rig.lab.stop(proc)
+        if database:
+            rig.drop_database(database)
+
+
+def ipamd_config(rig: Rig, database: str) -> Path:
+    rig.counter += 1
+    dsn = rig.pg.dsn(database)
+    text = f"""# written by bench/bench_dhcp.py
+state_dir = "{rig.work / 'ipamd-state'}"
+
+[database]
+dsn = "{dsn}"
+
+[api]
+public_enabled = false
+loopback_listen = "127.0.0.1:{API_PORT}"
+
+[dhcp]
+listen = ["{SERVER_IP}:67"]
+trusted_relays = ["{RELAY_IP}/32"]
+
+[logging]
+level = "WARNING"
+access_log = false
+"""
+    path = rig.work / f"ipamd-{rig.counter}.toml"
+    path.write_text(text)
+    return path
+
+
+def create_plan(base: str) -> None:
+    """The plan the bench serves, through ipamd's own API (loopback, before any token)."""
+    with httpx.Client(base_url=base, timeout=30) as api:
+        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            made = api.post(path, json=body)
+            if made.status_code != 201:
+                raise BenchError(f"POST {path}: {made.status_code} {made.text[:300]}")
+            return made.json()
+
+        prefix = post("/prefixes", {"cidr": SUBNET, "description": "bench"})
+        subnet = post("/subnets", {"prefix_id": prefix["id"], "cidr": SUBNET,
+                                   "gateway": RELAY_IP, "lease_time_seconds": LEASE_TIME})
+        post(f"/subnets/{subnet['id']}/pools",
+             {"name": "bench", "start_ip": POOL[0], "end_ip": POOL[1]})
+
+
+def wait_api(base: str, proc: subprocess.Popen[Any], log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"ipamd exited ({proc.returncode}): {tail(log)}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.3)
+    raise BenchError(f"ipamd API did not come up: {tail(log)}")
+
+
+@contextlib.contextmanager
+def ipamd(rig: Rig, template: str, label: str) -> Any:
+    """The appliance on a fresh database (cloned from a migrated template), plan via the API."""
+    database = rig.fresh_database("ipamd", template)
+    config = ipamd_config(rig, database)
+    log = rig.out / f"{label}.log"
+    with open(log, "w") as handle:
+        proc = rig.lab.spawn(rig.srv, [sys.executable, "-m", "ipamd", "--config", str(config),
+                                       "run"], cwd=ROOT, stdout=handle,
+                             stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{API_PORT}/api/v1"
+    try:
+        with netns.inside(rig.srv):  # the loopback face lives in the server's namespace
+            wait_api(base, proc, log)
+            create_plan(base)
+        rig.wait_answering(proc, 60, log)
+        yield proc
+    finally:
+        rig.lab.stop(proc, timeout=10)
+        rig.drop_database(database)
+
+
+def ipamd_template(rig: Rig) -> str:
+    name = rig.fresh_database("ipamd_template")
+    config = ipamd_config(rig, name)
+    done = subprocess.run([sys.executable, "-m", "ipamd", "--config", str(config), "migrate"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"ipamd migrate: {done.stderr.strip()[-500:]}")
+    return name
+
+
+# --- the sweep -------------------------------------------------------------------------
+
+def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
+            template: str | None) -> Result:
+    label = f"{server}-r{rate}"
+    starter: Any
+    if server == "ipamd":
+        assert template is not None
+        starter = ipamd(rig, template, label)
+    else:
+        backend = "memfile" if server == "kea-mem" else "pgsql"
+        starter = kea(rig, backend, 4 if server == "kea-pg-mt" else 1, label)
+    with starter:
+        done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
+                            "-W", "1000000", timeout=args.period + 60)
+    (rig.out / f"{label}.perfdhcp.txt").write_text(done.stdout + done.stderr)
+    if done.returncode not in (0, 3):  # 3: some exchanges did not complete (drops)
+        return Result(server, rate, note=f"perfdhcp failed ({done.returncode}): "
+                      f"{(done.stderr or done.stdout).strip()[-200:]}")
+    return to_result(server, rate, args.period, parse_perfdhcp(done.stdout))
+
+
+def best_clean(results: list[Result], server: str, max_drop_pct: float = 0.0) -> Result | None:
+    """The highest achieved rate whose drops stay within ``max_drop_pct`` (default: none)."""
+    clean = [r for r in results if r.server == server and r.dora_per_s
+             and (r.drops == 0 if max_drop_pct == 0 else r.drop_pct <= max_drop_pct)]
+    return max(clean, key=lambda r: r.dora_per_s or 0, default=None)
+
+
+def peak(results: list[Result], server: str) -> Result | None:
+    mine = [r for r in results if r.server == server and r.dora_per_s]
+    return max(mine, key=lambda r: r.dora_per_s or 0, default=None)
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def table(results: list[Result], servers: list[str]) -> str:
+    rows = [f"{'rate':>6}  {'server':<10} {'DORA/s':>9} {'drops':>7} {'drop%':>6} "
+            f"{'avg ms':>8} {'max ms':>8}  {'vs kea-pg':>9} {'vs kea-mem':>10}  note"]
+    for rate in sorted({r.rate for r in results}):
+        at = {r.server: r for r in results if r.rate == rate}
+        for server in servers:
+            r = at.get(server)
+            if r is None:
+                continue
+            pg = at.get("kea-pg")
+            mem = at.get("kea-mem")
+            vs_pg = "" if server == "kea-pg" else ratio(r.dora_per_s, pg.dora_per_s if pg else None)
+            vs_mem = "" if server == "kea-mem" else ratio(r.dora_per_s,
+                                                          mem.dora_per_s if mem else None)
+            rows.append(
+                f"{rate:>6}  {server:<10} {fmt(r.dora_per_s, 1):>9} {r.drops:>7} "
+                f"{r.drop_pct:>5.1f}% {fmt(r.avg_ms, 2):>8} {fmt(r.max_ms, 1):>8}  "
+                f"{vs_pg:>9} {vs_mem:>10}  {r.note}"
+            )
+        rows.append("")
+    rows.append("summary: highest achieved DORA/s with zero drops, with at most 1% drops, "
+                "and the peak (offered rate in brackets)")
+    for server in servers:
+        cells = []
+        for label, best in (("zero-drop", best_clean(results, server)),
+                            ("<=1% drops", best_clean(results, server, 1.0)),
+                            ("peak", peak(results, server))):
+            figure = f"{fmt(best.dora_per_s, 1)} ({best.rate})" if best else "-"
+            cells.append(f"{label} {figure:>17}")
+        rows.append(f"  {server:<10} " + "   ".join(cells))
+    if "ipamd" in servers:
+        for peer in ("kea-pg", "kea-mem", "kea-pg-mt"):
+            if peer not in servers:
+                continue
+            parts = []
+            for label, pct in (("zero-drop", 0.0), ("<=1% drops", 1.0), ("peak", None)):
+                if pct is None:
+                    mine, theirs = peak(results, "ipamd"), peak(results, peer)
+                else:
+                    mine = best_clean(results, "ipamd", pct)
+                    theirs = best_clean(results, peer, pct)
+                both = ratio(mine.dora_per_s if mine else None,
+                             theirs.dora_per_s if theirs else None)
+                parts.append(f"{label} {both}")
+            rows.append(f"  ipamd / {peer}: " + ", ".join(parts))
+    return "\n".join(rows)
+
+
+def preflight() -> None:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        raise BenchError(f"missing commands: {', '.join(missing)} (Debian packages: iproute2, "
+                         "kea-admin (perfdhcp, kea-admin), kea-dhcp4-server, postgresql-client)")
+    reason = netns.unavailable_reason()
+    if reason:
+        raise BenchError(reason)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)),
+                        help="comma-separated offered DORA/s (perfdhcp -r)")
+    parser.add_argument("--period", type=int, default=10, help="seconds per rate (perfdhcp -p)")
+    parser.add_argument("--clients", type=int, default=50_000,
+                        help="simulated clients (perfdhcp -R); at most the pool size")
+    parser.add_argument("--pg-nondurable", action="store_true",
+                        help="run the shared PostgreSQL with fsync and synchronous_commit off "
+                             "(both servers alike; default: durable)")
+    parser.add_argument("--kea-log", default="WARN", choices=["WARN", "INFO", "DEBUG"],
+                        help="Kea's log severity (its logs land in the results folder)")
+    parser.add_argument("--servers", default=",".join(DEFAULT_SERVERS),
+                        help=f"comma-separated, from {', '.join(ALL_SERVERS)}")
+    args = parser.parse_args(argv)
+    args.rate_list = [int(r) for r in args.rates.split(",") if r]
+    args.server_list = [s for s in args.servers.split(",") if s]
+    unknown = set(args.server_list) - set(ALL_SERVERS)
+    if unknown:
+        parser.error(f"unknown servers: {', '.join(sorted(unknown))}")
+    if not 1 <= args.period <= 120 or not all(1 <= r <= 50_000 for r in args.rate_list):
+        parser.error("period must be 1..120 s and rates 1..50000")
+    if not 1 <= args.clients <= 65_279:
+        parser.error("clients must be 1..65279 (the pool size)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    preflight()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = RESULTS / f"dhcp-{stamp}"
+    out.mkdir(parents=True)
+    signal.signal(signal.SIGTERM, _terminate)
+    sweep_stale_work()
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    (work / "bench.pid").write_text(str(os.getpid()))
+    results: list[Result] = []
+    print(f"DHCP bench: rates {args.rate_list}, {args.period} s each, {args.clients} clients, "
+          f"servers {args.server_list}, PostgreSQL "
+          f"{'NOT durable' if args.pg_nondurable else 'durable'}; logs in {out}", flush=True)
+    pg_proc = None
+    try:
+        with netns.lab() as lab:
+            srv, rly = lab.namespace("srv"), lab.namespace("rly")
+            lab.veth("b", srv, rly, f"{SERVER_IP}/16", f"{RELAY_IP}/16")
+            cluster, pg_proc = start_postgres(work, durable=not args.pg_nondurable)
+            rig = Rig(lab=lab, srv=srv, rly=rly, work=work, out=out, pg=cluster,
+                      pg_proc=pg_proc, kea_severity=args.kea_log)
+            template = ipamd_template(rig) if "ipamd" in args.server_list else None
+            for server in args.server_list:
+                for rate in args.rate_list:
+                    try:
+                        result = measure(rig, server, rate, args, template)
+                    except BenchError as error:
+                        result = Result(server, rate, note=str(error)[:300])
+                    results.append(result)
+                    print(f"  {server:<10} r={rate:<6} DORA/s {fmt(result.dora_per_s, 1):>9}"
+                          f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
+                          f"  {result.note}", flush=True)
+                    if result.dora_per_s is None and "no DHCP answer" in result.note:
+                        print(f"  {server}: not answering; skipping its other rates", flush=True)
+                        break
+    finally:
+        if pg_proc is not None:
+            pg_proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                pg_proc.wait(timeout=30)
+            if pg_proc.poll() is None:
+                pg_proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+        if results:
+            text = table(results, args.server_list)
+            (out / "table.txt").write_text(text + "\n")
+            (out / "results.json").write_text(json.dumps(
+                {"args": {k: v for k, v in vars(args).items()},
+                 "results": [asdict(r) | {"drops": r.drops} for r in results]}, indent=2))
+            print("\n" + text)
+    failed = [r for r in results if r.dora_per_s is None]
+    if failed:
+        print(f"bench: {len(failed)} run(s) measured nothing (see the notes)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as error:
+        print(f"bench: {error}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("bench: interrupted; everything it started is stopped and removed", file=sys.stderr)
+        sys.exit(130)

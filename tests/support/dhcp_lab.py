@@ -1,0 +1,215 @@
+"""A relayed DHCP segment for end-to-end tests: real clients behind a real dhcrelay.
+
+    client ns ── veth "l" ── relay ns (dhcrelay, 10.77.1.1/24 LAN) ── veth "s" ── root ns
+    (dhclient / udhcpc)                (10.77.0.x+2/30 upstream)          (server 10.77.0.x+1)
+
+The server side is the root namespace, so an in-process appliance binds the server
+address. Clients unicast renews and releases to the server identifier: the relay forwards
+IP, and the root reaches the LAN through a policy route that only traffic from the server
+address uses (the root's main table is never touched).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.netns import Lab
+
+LAN = "10.77.1.0/24"
+GATEWAY = "10.77.1.1"
+DHCLIENT_WAIT = 25  # seconds a dhclient -1 run may take (its own timeout is 20)
+
+
+@dataclass
+class DhcpNet:
+    lab: Lab
+    client_ns: str
+    relay_ns: str
+    server_ip: str      # where the appliance listens (root namespace)
+    relay_ip: str       # the relay's upstream address: the packets' source
+    relay_lan_if: str   # dhcrelay's downstream interface (also option 82 circuit id)
+    relay_up_if: str
+    client_if: str
+    relay: subprocess.Popen[Any] | None = None
+
+
+def build(lab: Lab) -> DhcpNet:
+    server_ip, relay_ip = lab.free_pair("10.77.0.0/24")
+    client_ns, relay_ns = lab.namespace("cli"), lab.namespace("rly")
+    up = lab.veth("s", None, relay_ns, f"{server_ip}/30", f"{relay_ip}/30")
+    lan = lab.veth("l", relay_ns, client_ns, f"{GATEWAY}/24", None)
+    lab.sysctl(relay_ns, "net.ipv4.ip_forward", "1")
+    lab.policy_route(server_ip, LAN, relay_ip)
+    return DhcpNet(lab=lab, client_ns=client_ns, relay_ns=relay_ns, server_ip=server_ip,
+                   relay_ip=relay_ip, relay_lan_if=lan.a, relay_up_if=up.b, client_if=lan.b)
+
+
+async def start_relay(net: DhcpNet, log: Path) -> subprocess.Popen[Any]:
+    """ISC dhcrelay: LAN downstream, -a adds option 82 (circuit id = the LAN interface)."""
+    handle = open(log, "w")  # noqa: SIM115 - the relay writes to it for its lifetime
+    net.relay = net.lab.spawn(
+        net.relay_ns,
+        ["dhcrelay", "-d", "-4", "-a", "--no-pid", "-id", net.relay_lan_if,
+         "-iu", net.relay_up_if, net.server_ip],
+        stdout=handle, stderr=subprocess.STDOUT,
+    )
+    handle.close()
+    with trio.move_on_after(10):
+        while "Sending on   Socket/fallback" not in log.read_text(errors="replace"):
+            if net.relay.poll() is not None:
+                raise RuntimeError(f"dhcrelay exited: {log.read_text(errors='replace')}")
+            await trio.sleep(0.05)
+    return net.relay
+
+
+def set_mac(net: DhcpNet, mac: str) -> None:
+    net.lab.ip(net.client_ns, "link", "set", "dev", net.client_if, "address", mac)
+
+
+def client_mac(net: DhcpNet) -> str:
+    out = net.lab.ip(net.client_ns, "-j", "link", "show", "dev", net.client_if).stdout
+    return json.loads(out)[0]["address"]
+
+
+# --- the client script ----------------------------------------------------------------
+
+# dhclient and udhcpc both call it: dhclient with $reason and new_*/old_* variables,
+# udhcpc with the event as $1 and ip/subnet/router/serverid/lease. It records one line
+# per event and configures the interface as far as renew and release need (address and
+# default route), since both clients unicast those to the server identifier.
+SCRIPT = """#!/bin/sh
+event="${reason:-$1}"
+addr="${new_ip_address:-${ip:-$old_ip_address}}"
+mask="${new_subnet_mask:-$subnet}"
+router="${new_routers:-$router}"
+router="${router%% *}"
+server="${new_dhcp_server_identifier:-$serverid}"
+lease="${new_dhcp_lease_time:-$lease}"
+printf '{"event":"%s","ip":"%s","mask":"%s","router":"%s","server":"%s","lease":"%s"}\\n' \\
+  "$event" "$addr" "$mask" "$router" "$server" "$lease" >> "@RECORD@"
+case "$event" in
+  PREINIT|deconfig)
+    ip link set dev "$interface" up
+    ip -4 addr flush dev "$interface" ;;
+  BOUND|REBOOT|RENEW|REBIND|bound|renew)
+    if ! ip -4 addr show dev "$interface" | grep -q "inet $addr/"; then
+      ip -4 addr flush dev "$interface"
+      ip addr add "$addr/$mask" dev "$interface"
+    fi
+    [ -n "$router" ] && ip route replace default via "$router" dev "$interface" ;;
+  RELEASE|EXPIRE|STOP|FAIL|leasefail|nak)
+    ip -4 addr flush dev "$interface" ;;
+esac
+exit 0
+"""
+
+
+class Recorder:
+    """The client script and the events it records (one JSON object a line)."""
+
+    def __init__(self, workdir: Path, name: str) -> None:
+        self.record = workdir / f"{name}.events"
+        self.record.touch()
+        self.script = workdir / f"{name}.sh"
+        self.script.write_text(SCRIPT.replace("@RECORD@", str(self.record)))
+        self.script.chmod(self.script.stat().st_mode | stat.S_IXUSR)
+
+    def events(self) -> list[dict[str, str]]:
+        return [json.loads(line) for line in self.record.read_text().splitlines() if line]
+
+    def names(self) -> list[str]:
+        return [e["event"] for e in self.events()]
+
+    async def wait(self, names: set[str], timeout: float, after: int = 0) -> dict[str, str]:
+        """The first event named in ``names`` past the first ``after`` events."""
+        with trio.move_on_after(timeout):
+            while True:
+                for event in self.events()[after:]:
+                    if event["event"] in names:
+                        return event
+                await trio.sleep(0.05)
+        raise AssertionError(f"no {sorted(names)} within {timeout} s; events: {self.names()}")
+
+
+# --- clients --------------------------------------------------------------------------
+
+DHCLIENT_CONF = """timeout 20;
+retry 1;
+initial-interval 1;
+backoff-cutoff 2;
+send host-name "@HOST@";
+request subnet-mask, routers, domain-name-servers, host-name, dhcp-lease-time,
+        dhcp-server-identifier, dhcp-renewal-time, dhcp-rebinding-time;
+"""
+
+
+class Dhclient:
+    """ISC dhclient in the foreground (-d) so it renews by itself at T1; -r releases."""
+
+    def __init__(self, net: DhcpNet, workdir: Path, hostname: str) -> None:
+        self.net = net
+        self.recorder = Recorder(workdir, "dhclient")
+        self.conf = workdir / "dhclient.conf"
+        self.conf.write_text(DHCLIENT_CONF.replace("@HOST@", hostname))
+        self.files = ["-sf", str(self.recorder.script), "-pf", str(workdir / "dhclient.pid"),
+                      "-lf", str(workdir / "dhclient.leases"), "-cf", str(self.conf)]
+        self.log = workdir / "dhclient.log"
+        self.proc: subprocess.Popen[Any] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "w") as handle:
+            self.proc = self.net.lab.spawn(
+                self.net.client_ns,
+                ["dhclient", "-4", "-d", "-1", "-v", *self.files, self.net.client_if],
+                stdout=handle, stderr=subprocess.STDOUT,
+            )
+
+    async def release(self) -> subprocess.CompletedProcess[str]:
+        # -r stops the running dhclient (its pid file) and sends DHCPRELEASE.
+        return await self.net.lab.run_async(
+            self.net.client_ns, ["dhclient", "-4", "-r", "-v", *self.files, self.net.client_if],
+            timeout=DHCLIENT_WAIT, check=False,
+        )
+
+
+class Udhcpc:
+    """busybox udhcpc: SIGUSR1 renews, SIGUSR2 releases (busybox's documented signals)."""
+
+    def __init__(self, net: DhcpNet, workdir: Path, hostname: str, name: str = "udhcpc") -> None:
+        self.net = net
+        self.hostname = hostname
+        self.recorder = Recorder(workdir, name)
+        self.log = workdir / f"{name}.log"
+        self.proc: subprocess.Popen[Any] | None = None
+
+    def argv(self, *extra: str) -> list[str]:
+        return ["busybox", "udhcpc", "-f", "-i", self.net.client_if, "-s",
+                str(self.recorder.script), "-x", f"hostname:{self.hostname}", *extra]
+
+    def start(self, *extra: str) -> subprocess.Popen[Any]:
+        with open(self.log, "w") as handle:
+            self.proc = self.net.lab.spawn(self.net.client_ns, self.argv(*extra), stdout=handle,
+                                           stderr=subprocess.STDOUT)
+        return self.proc
+
+    def signal(self, signum: int) -> None:
+        assert self.proc is not None and self.proc.poll() is None, "udhcpc is not running"
+        os.kill(self.proc.pid, signum)
+
+    async def wait_exit(self, timeout: float) -> int:
+        assert self.proc is not None
+        with trio.move_on_after(timeout):
+            while self.proc.poll() is None:
+                await trio.sleep(0.05)
+        if self.proc.poll() is None:
+            self.net.lab.stop(self.proc)
+            raise AssertionError(f"udhcpc still running after {timeout} s")
+        return self.proc.returncode
