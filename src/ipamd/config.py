@@ -13,7 +13,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ENV_CONFIG = "IPAMD_CONFIG"
 
@@ -92,6 +99,10 @@ class DhcpConfig(Section):
     expiry_interval_seconds: float = Field(default=5.0, gt=0)
     expiry_batch: int = Field(default=1000, ge=1, le=100_000)
     commit_batch_max: int = Field(default=256, ge=1, le=10_000)
+    commit_window_us: int = Field(default=300, ge=0, le=100_000)
+    commit_workers: int = Field(default=2, ge=1, le=16)
+    plan_refresh_seconds: float = Field(default=300.0, gt=0)
+    lease_resync_seconds: float = Field(default=600.0, ge=0)
 
     @field_validator("listen")
     @classmethod
@@ -115,15 +126,26 @@ class DhcpConfig(Section):
 
 class OutboxConfig(Section):
     enabled: bool = True
-    workers: int = Field(default=4, ge=1, le=64)
+    workers: int = Field(default=16, ge=1, le=256)
     max_attempts: int = Field(default=12, ge=1, le=100)
     backoff_base_seconds: float = Field(default=10.0, gt=0)
-    backoff_max_seconds: float = Field(default=21_600.0, gt=0)
+    backoff_multiplier: float = Field(default=3.0, ge=1.0, le=10.0)
+    backoff_max_seconds: float = Field(default=18_000.0, gt=0)
+    backoff_jitter: float = Field(default=0.2, ge=0.0, lt=1.0)
     request_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
     claim_timeout_seconds: float = Field(default=60.0, gt=0)
     poll_interval_seconds: float = Field(default=5.0, gt=0)
     ca_file: str = ""
     max_response_bytes: int = Field(default=65_536, ge=0)
+    hosts_file: str = ""
+    retention_days: int = Field(default=30, ge=1)
+
+    @model_validator(mode="after")
+    def _claim_outlives_request(self) -> OutboxConfig:
+        # A claim that expires while its request may still run would deliver twice.
+        if self.claim_timeout_seconds <= self.request_timeout_seconds:
+            raise ValueError("claim_timeout_seconds must exceed request_timeout_seconds")
+        return self
 
 
 class LimitsConfig(Section):
@@ -145,6 +167,7 @@ class AuditConfig(Section):
 
 class HistoryConfig(Section):
     retention_days: int = Field(default=365, ge=1)
+    sweep_interval_seconds: float = Field(default=3600.0, gt=0)
 
 
 class LoggingConfig(Section):

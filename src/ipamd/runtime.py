@@ -22,6 +22,8 @@ from ipamd.config import Config
 from ipamd.db.bridge import Database, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
+from ipamd.dhcp import expiry as dhcp_expiry
+from ipamd.dhcp import server as dhcp_server
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed
@@ -40,6 +42,9 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     found.append(("history_retention", history_retention.run))
     if state.config.outbox.enabled:
         found.append(("outbox", outbox_scheduler.run))
+    if state.config.dhcp.enabled:
+        found.append(("dhcp", dhcp_server.run))
+        found.append(("dhcp_expiry", dhcp_expiry.run))
     return found
 
 

@@ -9,9 +9,10 @@ import time
 import uuid
 from typing import Any
 
+import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ipamd.api import auth, idempotency, openapi
 from ipamd.api.errors import CODES, ApiError, envelope
@@ -19,13 +20,34 @@ from ipamd.api.ratelimit import SlidingWindow, retry_after
 from ipamd.api.router import (
     Reply,
     RequestContext,
-    RouteSpec,
     Router,
+    RouteSpec,
     parse_body,
     parse_query,
     render,
 )
-from ipamd.api.routes import audit, health, tokens
+from ipamd.api.routes import (
+    assignments,
+    audit,
+    client_classes,
+    excludes,
+    health,
+    license,
+    netbox,
+    options,
+    pools,
+    prefixes,
+    reservations,
+    search,
+    subnets,
+    tenants,
+    tokens,
+)
+from ipamd.api.routes import history as history_routes
+from ipamd.api.routes import leases as lease_routes
+from ipamd.api.routes import outbox as outbox_routes
+from ipamd.api.routes import settings as settings_routes
+from ipamd.api.routes import webhooks as webhook_routes
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"
@@ -33,7 +55,14 @@ access_log = logging.getLogger("ipamd.access")
 log = logging.getLogger("ipamd.api")
 
 # Every router of the API; a module added here is served and documented.
-ROUTERS: list[Router] = [health.router, tokens.router, audit.router]
+ROUTERS: list[Router] = [health.router, tokens.router, audit.router, history_routes.router]
+ROUTERS += [webhook_routes.router, outbox_routes.router]
+ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
+ROUTERS += [
+    tenants.router, prefixes.router, subnets.router, pools.router, excludes.router,
+    reservations.router, assignments.router, options.router, client_classes.router,
+    search.router, netbox.router, license.router,
+]
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -49,6 +78,22 @@ def _rule(path: str) -> str:
         lambda m: f"<uuid:{m[1]}>" if m[1].endswith("_id") else f"<{m[1]}>",
         path,
     )
+
+
+async def _drain_body(response: Response) -> None:
+    """Read a request body the handler never read (refused before it: 401, 404, 405, ...).
+
+    hypercorn's HTTP/1.1 keep-alive connection wedges when the response ends before the
+    request body has arrived; reading it (bounded by MAX_CONTENT_LENGTH) keeps the
+    connection usable. A body too large or too slow closes the connection instead.
+    """
+    with trio.move_on_after(2) as waited:
+        try:
+            await request.body
+        except RequestEntityTooLarge:
+            response.headers["Connection"] = "close"
+    if waited.cancelled_caught:
+        response.headers["Connection"] = "close"
 
 
 def _error_response(error: ApiError) -> Response:
@@ -85,6 +130,7 @@ def create_app(state: AppState) -> QuartTrio:
 
     @app.after_request
     async def _end(response: Response) -> Response:
+        await _drain_body(response)
         response.headers["X-Request-Id"] = getattr(g, "request_id", "")
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -122,6 +168,9 @@ def create_app(state: AppState) -> QuartTrio:
         headers = {}
         if status == 405 and getattr(error, "valid_methods", None):
             headers["Allow"] = ", ".join(sorted(error.valid_methods))
+        if status == 413:
+            # The rest of the body was never read: this connection cannot carry another request.
+            headers["Connection"] = "close"
         return render(envelope(CODES.get(status, "error"), message), status, headers)
 
     @app.errorhandler(Exception)

@@ -47,7 +47,15 @@ def _models(routes: list[Any]) -> list[type[BaseModel]]:
 def _schema_of(annotation: Any, names: dict[Any, str]) -> dict[str, Any]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return {"$ref": REF.format(model=names[annotation])}
-    return TypeAdapter(annotation).json_schema(ref_template=REF)
+    schema = TypeAdapter(annotation).json_schema(ref_template=REF, mode="serialization")
+    # The models it refers to are already in components/schemas.
+    schema.pop("$defs", None)
+    return schema
+
+
+def _content_schema(content_type: str, schema: dict[str, Any]) -> dict[str, Any]:
+    # Only JSON bodies follow the response model; CSV and other text is a string.
+    return schema if content_type == "application/json" else {"type": "string"}
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -108,7 +116,9 @@ def build(routes: list[Any], prefix: str) -> dict[str, Any]:
         success: dict[str, Any] = {"description": "Success"}
         if route.status != 204:
             schema = _schema_of(route.response, names) if route.response is not None else {}
-            success["content"] = {ctype: {"schema": schema} for ctype in route.content_types}
+            success["content"] = {
+                ctype: {"schema": _content_schema(ctype, schema)} for ctype in route.content_types
+            }
         operation["responses"][str(route.status)] = success
         statuses = set(route.errors) | {401, 403, 413, 429}
         if route.body is not None:

@@ -1,1 +1,21 @@
-"""DHCPv4 wire codec and server."""
+"""DHCPv4 wire codec and server.
+
+How a packet flows (each step one small module, the decision free of sockets):
+
+    sockets ─ server.on_datagram ─ codec.parse
+      └ engine.decide: accept → subnet_select → identity → classify → allocate (engine)
+          ├ Reply now (Inform, NAK, an Offer that needs no write) ─ reply → destination
+          └ Op ─ committer (group commit) ─ allocator.commit: one set statement per batch
+                └ engine.finish ─ reply → destination ─ sent only after the commit
+
+State the hot path reads without SQL: ``plan`` (subnets, pools, excludes, reservations,
+options, classes, trusted relays; reloaded by ``plan_loader`` on NOTIFY) and
+``leasecache`` (this node's live leases). The database judges every write through the
+unique indexes on live leases (one per address, one per client), so several nodes may
+share one Postgres. ``expiry`` ends leases; ``settings`` is the trusted-relays resource.
+
+Run it: ``ipamd run`` serves DHCP on the [dhcp] listen addresses of the TOML file, with
+the rest of the appliance. ``python -m ipamd.dhcp --config FILE --listen HOST:PORT
+[--reply-port N] [--trusted CIDR]`` runs only the DHCP server (and its expiry worker);
+``python -m ipamd.dhcp.loadgen`` drives full DORA at it as a relay would.
+"""

@@ -9,7 +9,7 @@ CREATE TYPE inetrange AS RANGE (subtype = inet);
 
 CREATE TABLE tenants (
     id          uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
-    name        text NOT NULL UNIQUE,
+    name        text NOT NULL CONSTRAINT tenants_name UNIQUE,
     description text NOT NULL DEFAULT '',
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now()
@@ -25,7 +25,7 @@ CREATE TABLE prefixes (
     description text NOT NULL DEFAULT '',
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (tenant_id, cidr)
+    CONSTRAINT prefixes_tenant_cidr UNIQUE (tenant_id, cidr)
 );
 CREATE INDEX prefixes_cidr ON prefixes USING gist (cidr inet_ops);
 
@@ -38,7 +38,7 @@ CREATE TABLE client_classes (
     description text NOT NULL DEFAULT '',
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (tenant_id, name)
+    CONSTRAINT client_classes_tenant_name UNIQUE (tenant_id, name)
 );
 
 CREATE TABLE subnets (
@@ -62,8 +62,10 @@ CREATE TABLE subnets (
     ddns_server_id     uuid,
     created_at         timestamptz NOT NULL DEFAULT now(),
     updated_at         timestamptz NOT NULL DEFAULT now(),
+    -- The DHCP server is DHCPv4: subnets are IPv4 (prefixes may be either family).
+    CONSTRAINT subnets_ipv4 CHECK (family(cidr) = 4),
     -- Subnets of one tenant never overlap.
-    EXCLUDE USING gist (tenant_id WITH =, cidr inet_ops WITH &&)
+    CONSTRAINT subnets_no_overlap EXCLUDE USING gist (tenant_id WITH =, cidr inet_ops WITH &&)
 );
 CREATE INDEX subnets_prefix ON subnets (prefix_id);
 CREATE INDEX subnets_cidr ON subnets USING gist (cidr inet_ops);
@@ -79,8 +81,9 @@ CREATE TABLE pools (
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     CHECK (start_ip <= end_ip),
-    EXCLUDE USING gist (subnet_id WITH =, range WITH &&)
+    CONSTRAINT pools_no_overlap EXCLUDE USING gist (subnet_id WITH =, range WITH &&)
 );
+CREATE INDEX pools_class ON pools (class_id) WHERE class_id IS NOT NULL;
 
 CREATE TABLE excludes (
     id         uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
@@ -91,9 +94,8 @@ CREATE TABLE excludes (
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     CHECK (start_ip <= end_ip),
-    EXCLUDE USING gist (subnet_id WITH =, range WITH &&)
+    CONSTRAINT excludes_no_overlap EXCLUDE USING gist (subnet_id WITH =, range WITH &&)
 );
-CREATE INDEX excludes_range ON excludes USING gist (subnet_id, range);
 
 CREATE TABLE reservations (
     id         uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
@@ -105,12 +107,19 @@ CREATE TABLE reservations (
     hostname   text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    CHECK (mac IS NOT NULL OR duid IS NOT NULL),
-    UNIQUE (subnet_id, ip),
-    UNIQUE (subnet_id, mac)
+    CONSTRAINT reservations_identity CHECK (mac IS NOT NULL OR duid IS NOT NULL),
+    CONSTRAINT reservations_subnet_ip UNIQUE (subnet_id, ip),
+    CONSTRAINT reservations_subnet_mac UNIQUE (subnet_id, mac),
+    CONSTRAINT reservations_subnet_duid UNIQUE (subnet_id, duid)
 );
 CREATE INDEX reservations_mac ON reservations (mac);
 CREATE INDEX reservations_client_id ON reservations (client_id) WHERE client_id IS NOT NULL;
+-- Search: by address across subnets, by DUID, by hostname prefix (range scans in the C
+-- collation, whatever the database's default collation is).
+CREATE INDEX reservations_ip ON reservations (ip);
+CREATE INDEX reservations_duid ON reservations (duid) WHERE duid IS NOT NULL;
+CREATE INDEX reservations_hostname ON reservations ((lower(hostname) COLLATE "C"))
+    WHERE hostname IS NOT NULL;
 
 -- Static hosts without DHCP; they count against the license cap like reservations.
 CREATE TABLE assignments (
@@ -121,8 +130,10 @@ CREATE TABLE assignments (
     description text NOT NULL DEFAULT '',
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (subnet_id, ip)
+    CONSTRAINT assignments_subnet_ip UNIQUE (subnet_id, ip)
 );
+CREATE INDEX assignments_ip ON assignments (ip);
+CREATE INDEX assignments_hostname ON assignments ((lower(hostname) COLLATE "C"));
 
 CREATE TABLE dhcp_options (
     id           uuid PRIMARY KEY DEFAULT uuid_generate_v7(),

@@ -30,11 +30,12 @@ CREATE UNIQUE INDEX leases_live_ip ON leases (subnet_id, ip)
 -- And one live lease per client per subnet, so two nodes never give one client two.
 CREATE UNIQUE INDEX leases_live_client ON leases (subnet_id, client_key)
     WHERE state IN ('offered', 'active');
-CREATE INDEX leases_mac ON leases (mac, lease_id);
 CREATE INDEX leases_expiry ON leases (expires_at) WHERE state IN ('offered', 'active', 'declined');
-CREATE INDEX leases_ip ON leases (ip, lease_id);
+-- For the lease API's filters and the IPAM views. Every index costs each grant two entries
+-- (the offer's insert and the Ack's update), so only these: by subnet, address, MAC.
 CREATE INDEX leases_subnet ON leases (subnet_id, lease_id);
-CREATE INDEX leases_hostname ON leases (lower(hostname), lease_id) WHERE hostname IS NOT NULL;
+CREATE INDEX leases_ip ON leases (ip, lease_id);
+CREATE INDEX leases_mac ON leases (mac, lease_id);
 
 -- One row per lease event, written in the same transaction as the lease change.
 CREATE TABLE lease_events (
@@ -54,10 +55,15 @@ CREATE TABLE lease_events (
     giaddr      inet,
     expires_at  timestamptz
 );
+-- Occupancy queries read lease_intervals (0005); these serve per-lease look-ups and
+-- retention. One more index here is one more entry per lease event.
 CREATE INDEX lease_events_lease ON lease_events (lease_id, at);
-CREATE INDEX lease_events_ip ON lease_events (ip, at);
-CREATE INDEX lease_events_mac ON lease_events (mac, at);
 CREATE INDEX lease_events_at ON lease_events (at);
+
+-- Octets as the API shows them: lowercase hex pairs joined by colons.
+CREATE FUNCTION dhcp_colon_hex(raw bytea) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT rtrim(regexp_replace(encode(raw, 'hex'), '(..)', '\1:', 'g'), ':')
+$$;
 
 -- The body of a lease.* event: the lease fields of spec §2 plus the DHCP identities.
 -- Times in the API's RFC 3339 UTC form.
@@ -69,8 +75,8 @@ CREATE FUNCTION lease_event_payload(
     SELECT jsonb_build_object(
         'lease_id', lease_id, 'ip', host(ip), 'subnet_id', subnet_id,
         'hostname', hostname, 'fqdn', fqdn, 'state', state, 'mac', mac::text,
-        'client_id', encode(client_id, 'hex'), 'circuit_id', encode(circuit_id, 'hex'),
-        'remote_id', encode(remote_id, 'hex'), 'giaddr', host(giaddr),
+        'client_id', dhcp_colon_hex(client_id), 'circuit_id', dhcp_colon_hex(circuit_id),
+        'remote_id', dhcp_colon_hex(remote_id), 'giaddr', host(giaddr),
         'starts_at', to_char(starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
         'expires_at', to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
 $$;
