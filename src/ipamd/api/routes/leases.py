@@ -1,0 +1,102 @@
+"""GET /leases, GET /leases/{lease_id}, POST /leases/{lease_id}/release."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import re
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from ipamd.api import paging
+from ipamd.api.router import RequestContext, Router
+from ipamd.api.schemas import Page
+from ipamd.ipam import leases
+
+router = Router("leases")
+
+_MAC = re.compile(r"^[0-9a-f]{12}$")
+
+
+class LeaseOut(BaseModel):
+    lease_id: uuid.UUID
+    ip: str
+    subnet_id: uuid.UUID
+    hostname: str | None = Field(description="option 12, as the client sent it")
+    fqdn: str | None = Field(description="option 81, as the client sent it")
+    state: Literal["offered", "active", "released", "expired", "declined"]
+    mac: str | None
+    client_id: str | None = Field(description="option 61, colon-separated hex")
+    duid: str | None = Field(description="the DUID of an RFC 4361 client identifier")
+    circuit_id: str | None = Field(description="option 82 sub-option 1, colon-separated hex")
+    remote_id: str | None = Field(description="option 82 sub-option 2, colon-separated hex")
+    giaddr: str | None = Field(description="the relay the lease was granted through")
+    starts_at: dt.datetime
+    expires_at: dt.datetime = Field(description="for a declined lease: the probation end")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class LeaseQuery(paging.PageQuery):
+    subnet_id: uuid.UUID | None = None
+    state: Literal["offered", "active", "released", "expired", "declined"] | None = None
+    ip: str | None = Field(default=None, description="an IPv4 address")
+    mac: str | None = Field(default=None, description="aa:bb:cc:dd:ee:ff (any common notation)")
+    hostname: str | None = Field(default=None, description="exact, case-insensitive")
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(ipaddress.IPv4Address(value.strip()))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IPv4 address") from None
+
+    @field_validator("mac")
+    @classmethod
+    def _mac(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        digits = re.sub(r"[:\-.]", "", value.strip().lower())
+        if not _MAC.match(digits):
+            raise ValueError(f"{value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
+        return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
+
+
+@router.route(
+    "GET", "/leases", role="viewer", summary="List leases (filters: subnet_id, state, ip, mac, "
+    "hostname)", query=LeaseQuery, response=Page[LeaseOut], errors=(400, 401, 403),
+)
+async def list_leases(ctx: RequestContext) -> dict[str, Any]:
+    q: LeaseQuery = ctx.query
+    limit = paging.limit_of(q, ctx.state.config.limits)
+    after = paging.after(q, [uuid.UUID])
+    f = leases.LeaseFilter(subnet_id=q.subnet_id, state=q.state, ip=q.ip, mac=q.mac,
+                           hostname=q.hostname)
+    rows = await ctx.run(leases.list_page, f, after[0] if after else None, limit)
+    return paging.page(rows, limit, key=lambda r: [r["lease_id"]])
+
+
+@router.route(
+    "GET", "/leases/{lease_id}", role="viewer", summary="Read one lease",
+    response=LeaseOut, errors=(401, 403, 404),
+)
+async def get_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
+    return await ctx.run(leases.get, lease_id)
+
+
+@router.route(
+    "POST", "/leases/{lease_id}/release", role="operator",
+    summary="Force-release a lease (emits lease.released; the address is free again)",
+    response=LeaseOut, errors=(401, 403, 404, 409),
+)
+async def release_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
+    after = await ctx.tx(leases.release, ctx.actor, lease_id)
+    server = ctx.state.services.get("dhcp")
+    if server is not None:
+        server.forget([(lease_id, after["subnet_id"], "released")])
+    return after

@@ -1,0 +1,40 @@
+"""Stage 1, accept: is this a request this server should look at at all?
+
+Returns a drop reason, or None to go on.
+"""
+
+from __future__ import annotations
+
+from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.options import (
+    BOOTREQUEST,
+    DECLINE,
+    DISCOVER,
+    INFORM,
+    RELEASE,
+    REQUEST,
+    SERVER_ID,
+)
+
+HANDLED = frozenset({DISCOVER, REQUEST, DECLINE, RELEASE, INFORM})
+# Messages a client addresses to one server by its identifier (RFC 2131 §4.3.2, 4.3.3, 4.3.4).
+_ADDRESSED = frozenset({REQUEST, DECLINE, RELEASE})
+
+
+def accept(tx: Tx, env: Env) -> str | None:
+    msg = tx.msg
+    if msg.op != BOOTREQUEST:
+        return "not_request"
+    if tx.mtype not in HANDLED:
+        return "unhandled_type"
+    if msg.giaddr and tx.src_ip not in env.trusted:
+        return "untrusted_relay"
+    if tx.mtype in _ADDRESSED:
+        raw = msg.options.get(SERVER_ID)
+        if raw is not None:
+            if len(raw) != 4:
+                return "bad_option_length"
+            sid = int.from_bytes(raw, "big")
+            if sid not in env.server_ids and sid != tx.local_ip and sid != env.server_id:
+                return "not_for_us"
+    return None

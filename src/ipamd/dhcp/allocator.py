@@ -1,0 +1,322 @@
+"""Lease writes as set SQL: one call commits a whole batch of DHCP transactions.
+
+Asyncio side, called through the bridge by the committer (one crossing per batch).
+Every kind of change of the batch goes into one ``unnest`` statement that also writes
+each change's lease_events row and ``events`` row — one round trip and one commit for
+the whole batch. The unique indexes on live leases judge every new lease: a refused
+insert is reported back with the rows that refused it, so the caller can pick again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from operator import attrgetter
+from typing import Any
+
+import asyncpg
+
+# Op kinds.
+OFFER = 1  # insert an offered lease (a hold) — or an active one with ``state='active'``
+HOLD = 2  # extend the hold of an offered lease
+ACK = 3  # offered/active -> active for the client at that address; else insert if allowed
+RELEASE = 4  # active -> released (client Release)
+DECLINE = 5  # offered/active -> declined for the probation period
+
+_ZERO = "'0.0.0.0'::inet"
+
+
+class Op:
+    """One DHCP transaction's database work and, after commit, its outcome."""
+
+    __slots__ = (
+        "circuit_id",
+        "client_id",
+        "client_key",
+        "duid",
+        "event",
+        "expires",
+        "fqdn",
+        "giaddr",
+        "hostname",
+        "ip",
+        "kind",
+        "lease_id",
+        "mac",
+        "may_insert",
+        "ok",
+        "refreshed",
+        "remote_id",
+        "seconds",
+        "state",
+        "subnet_id",
+        "supersede",
+        "superseded",
+    )
+
+    def __init__(
+        self, kind: int, subnet_id: uuid.UUID, ip: int | None, client_key: bytes, seconds: int,
+        *, mac: str | None = None, client_id: bytes | None = None, duid: str | None = None,
+        hostname: str | None = None, fqdn: str | None = None, circuit_id: bytes | None = None,
+        remote_id: bytes | None = None, giaddr: int | None = None, may_insert: bool = False,
+        supersede: bool = False, lease_id: uuid.UUID | None = None, state: str = "offered",
+    ) -> None:
+        self.kind = kind
+        self.subnet_id = subnet_id
+        self.ip = ip
+        self.client_key = client_key
+        self.seconds = seconds
+        self.mac = mac
+        self.client_id = client_id
+        self.duid = duid
+        self.hostname = hostname
+        self.fqdn = fqdn
+        self.circuit_id = circuit_id
+        self.remote_id = remote_id
+        self.giaddr = giaddr
+        self.may_insert = may_insert
+        self.supersede = supersede
+        self.lease_id = lease_id
+        self.state = state
+        # Outcome.
+        self.ok = False
+        self.expires = 0.0
+        self.event: str | None = None
+        # The client's previous lease ended by ``supersede``: (lease_id, was it active).
+        self.superseded: tuple[uuid.UUID, bool] | None = None
+        # Live leases that refused an insert: (lease_id, subnet_id, ip, state, key, expires).
+        self.refreshed: list[tuple[Any, ...]] = []
+
+    def reset(self) -> None:
+        """Forget a rolled-back outcome."""
+        self.ok = False
+        self.expires = 0.0
+        self.event = None
+        self.superseded = None
+        self.refreshed = []
+        if self.kind != HOLD:
+            self.lease_id = None
+
+    def __repr__(self) -> str:
+        return f"Op(kind={self.kind}, ip={self.ip}, ok={self.ok}, event={self.event})"
+
+
+_LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostname, fqdn, "
+                  "circuit_id, remote_id, giaddr, starts_at, expires_at")
+
+
+def event_ctes(source: str, event: str) -> str:
+    """CTEs writing the lease_events row and the outbox ``events`` row of each changed lease.
+
+    ``source`` has the lease columns and ``event`` (NULL: a change that is no event).
+    """
+    return f"""
+, le AS (
+    INSERT INTO lease_events (lease_id, event, subnet_id, ip, mac, client_id, duid, hostname,
+                              fqdn, circuit_id, remote_id, giaddr, expires_at)
+    SELECT lease_id, {event}, subnet_id, ip, mac, client_id, duid, hostname, fqdn, circuit_id,
+           remote_id, giaddr, expires_at FROM {source} WHERE {event} IS NOT NULL
+), ev AS (
+    INSERT INTO events (topic, payload)
+    SELECT 'lease.' || {event}, lease_event_payload(lease_id, ip, subnet_id, hostname, fqdn, state,
+           mac, client_id, circuit_id, remote_id, giaddr, starts_at, expires_at)
+    FROM {source} WHERE {event} IS NOT NULL
+)"""
+
+
+# Every kind of change of a batch in one statement: one round trip and, outside a
+# transaction, one commit (one WAL flush) for the lot. The CTEs touch disjoint leases
+# (one op per client per batch, new rows only for new addresses), so they need not see
+# each other's effects. Outcome rows: (kind, i, lease_id, event, expires).
+_MAIN = f"""
+WITH end_r AS (
+    SELECT * FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[], $5::text[],
+                         $6::int4[]) AS r(i, subnet_id, ip, client_key, new_state, seconds)
+), ended AS (
+    -- Release: the client's active lease. Decline: its offered or active lease.
+    UPDATE leases l SET state = r.new_state, updated_at = now(),
+        expires_at = CASE WHEN r.new_state = 'declined'
+                          THEN now() + make_interval(secs => r.seconds) ELSE now() END
+    FROM end_r r
+    WHERE l.subnet_id = r.subnet_id AND l.ip = {_ZERO} + r.ip AND l.client_key = r.client_key
+      AND (l.state = 'active' OR (l.state = 'offered' AND r.new_state = 'declined'))
+    RETURNING r.i, l.*, r.new_state AS event
+), ack_r AS (
+    SELECT * FROM unnest($7::int4[], $8::uuid[], $9::int8[], $10::bytea[], $11::int4[],
+                         $12::text[], $13::text[], $14::bytea[], $15::bytea[], $16::int8[],
+                         $17::text[], $18::bytea[], $19::text[])
+        AS r(i, subnet_id, ip, client_key, seconds, hostname, fqdn, circuit_id, remote_id,
+             giaddr, mac, client_id, duid)
+), acked AS (
+    -- ``old`` is the row as it was before this statement: offered means a grant.
+    UPDATE leases l SET
+        state = 'active',
+        starts_at = CASE WHEN old.state = 'offered' THEN now() ELSE l.starts_at END,
+        expires_at = now() + make_interval(secs => r.seconds),
+        hostname = coalesce(r.hostname, l.hostname), fqdn = coalesce(r.fqdn, l.fqdn),
+        circuit_id = r.circuit_id, remote_id = r.remote_id, giaddr = {_ZERO} + r.giaddr,
+        mac = coalesce(r.mac::macaddr, l.mac), client_id = coalesce(r.client_id, l.client_id),
+        duid = coalesce(r.duid, l.duid), updated_at = now()
+    FROM ack_r r, leases old
+    WHERE l.subnet_id = r.subnet_id AND l.ip = {_ZERO} + r.ip AND l.client_key = r.client_key
+      AND l.state IN ('offered', 'active') AND old.lease_id = l.lease_id
+    RETURNING r.i, l.*,
+        CASE WHEN old.state = 'offered' THEN 'granted' ELSE 'renewed' END AS event
+), held AS (
+    UPDATE leases l SET expires_at = now() + make_interval(secs => r.seconds),
+        updated_at = now()
+    FROM unnest($20::int4[], $21::uuid[], $22::int4[]) AS r(i, lease_id, seconds)
+    WHERE l.lease_id = r.lease_id AND l.state = 'offered'
+    RETURNING r.i, l.expires_at
+), ins_r AS (
+    SELECT * FROM unnest($23::int4[], $24::uuid[], $25::int8[], $26::bytea[], $27::text[],
+                         $28::int4[], $29::text[], $30::text[], $31::bytea[], $32::bytea[],
+                         $33::int8[], $34::text[], $35::bytea[], $36::text[])
+        AS r(i, subnet_id, ip, client_key, state, seconds, hostname, fqdn, circuit_id,
+             remote_id, giaddr, mac, client_id, duid)
+), inserted AS (
+    -- The unique indexes on live leases judge: a refused row is simply not returned.
+    INSERT INTO leases (subnet_id, ip, state, client_key, mac, client_id, duid, hostname, fqdn,
+                        circuit_id, remote_id, giaddr, starts_at, expires_at)
+    SELECT subnet_id, {_ZERO} + ip, state, client_key, mac::macaddr, client_id, duid,
+           hostname, fqdn, circuit_id, remote_id, {_ZERO} + giaddr, now(),
+           now() + make_interval(secs => seconds)
+    FROM ins_r ORDER BY subnet_id, ip
+    ON CONFLICT DO NOTHING
+    RETURNING *, CASE WHEN state = 'active' THEN 'granted' END AS event
+), changed AS (
+    SELECT {_LEASE_COLUMNS}, event FROM ended
+    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM acked
+    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM inserted
+){event_ctes("changed", "event")}
+SELECT {RELEASE} AS kind, i, lease_id, event, date_part('epoch', expires_at) AS expires
+FROM ended
+UNION ALL SELECT {ACK}, i, lease_id, event, date_part('epoch', expires_at) FROM acked
+UNION ALL SELECT {HOLD}, i, NULL, NULL, date_part('epoch', expires_at) FROM held
+UNION ALL SELECT {OFFER}, r.i, n.lease_id, n.event, date_part('epoch', n.expires_at)
+FROM inserted n JOIN ins_r r ON r.subnet_id = n.subnet_id AND n.ip = {_ZERO} + r.ip
+    AND r.client_key = n.client_key
+"""
+
+# Before a new lease for a client whose address changed (a reservation appeared, its
+# address left the pools): end the client's other live lease. One that was only offered
+# is deleted — it never was a lease, so it leaves no history.
+_SUPERSEDE = f"""
+WITH r AS (
+    SELECT * FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[])
+        AS r(i, subnet_id, ip, client_key)
+), gone AS (
+    DELETE FROM leases l USING r
+    WHERE l.subnet_id = r.subnet_id AND l.client_key = r.client_key
+      AND l.state = 'offered' AND l.ip <> {_ZERO} + r.ip
+    RETURNING r.i, l.lease_id
+), ended AS (
+    UPDATE leases l SET state = 'released', expires_at = now(), updated_at = now()
+    FROM r
+    WHERE l.subnet_id = r.subnet_id AND l.client_key = r.client_key
+      AND l.state = 'active' AND l.ip <> {_ZERO} + r.ip
+    RETURNING r.i, l.*, 'released'::text AS event
+){event_ctes("ended", "event")}
+SELECT i, lease_id, true AS was_active FROM ended
+UNION ALL SELECT i, lease_id, false FROM gone
+"""
+
+# The live leases standing in the way of refused inserts (same address or same client).
+_BLOCKERS = f"""
+SELECT DISTINCT r.i, l.lease_id, l.subnet_id, l.ip - {_ZERO} AS ip, l.state, l.client_key,
+       date_part('epoch', l.expires_at) AS expires
+FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[]) AS r(i, subnet_id, ip, client_key)
+JOIN leases l ON l.subnet_id = r.subnet_id AND l.state IN ('offered', 'active', 'declined')
+    AND (l.ip = {_ZERO} + r.ip OR (l.client_key = r.client_key AND l.state <> 'declined'))
+"""
+
+_ACK_FIELDS = ("subnet_id", "ip", "client_key", "seconds", "hostname", "fqdn", "circuit_id",
+               "remote_id", "giaddr", "mac", "client_id", "duid")
+_INSERT_FIELDS = ("subnet_id", "ip", "client_key", "state", "seconds", "hostname", "fqdn",
+                  "circuit_id", "remote_id", "giaddr", "mac", "client_id", "duid")
+
+
+def _columns(ops: list[tuple[int, Op]], names: tuple[str, ...]) -> list[list[Any]]:
+    """One array per field (plus the op's index first), for ``unnest``."""
+    out: list[list[Any]] = [[i for i, _ in ops]]
+    for name in names:
+        get = attrgetter(name)
+        out.append([get(op) for _, op in ops])
+    return out
+
+
+async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = False) -> None:
+    ends: list[tuple[int, Op]] = []
+    acks: list[tuple[int, Op]] = []
+    holds: list[tuple[int, Op]] = []
+    inserts: list[tuple[int, Op]] = []
+    for i, op in enumerate(ops):
+        kind = op.kind
+        if inserts_only or kind == OFFER:
+            inserts.append((i, op))
+        elif kind == ACK:
+            acks.append((i, op))
+        elif kind == HOLD:
+            holds.append((i, op))
+        else:
+            ends.append((i, op))
+    end_cols = [[i for i, _ in ends], [op.subnet_id for _, op in ends],
+                [op.ip for _, op in ends], [op.client_key for _, op in ends],
+                ["released" if op.kind == RELEASE else "declined" for _, op in ends],
+                [op.seconds for _, op in ends]]
+    rows = await conn.fetch(
+        _MAIN, *end_cols, *_columns(acks, _ACK_FIELDS), *_columns(holds, ("lease_id", "seconds")),
+        *_columns(inserts, _INSERT_FIELDS),
+    )
+    for kind, i, lease_id, event, expires in rows:
+        op = ops[i]
+        op.ok = True
+        op.expires = expires
+        if kind != HOLD:
+            op.lease_id = lease_id
+            op.event = event
+
+
+async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
+    """Apply a batch; fills each op's outcome. Not inside a transaction: see _MAIN.
+
+    The rare cases take more statements: a supersede runs first, in one transaction with
+    the rest; an Ack for an address with no prior offer (``may_insert``) that found no
+    lease becomes an insert; refused inserts fetch the leases that refused them.
+    """
+    # With a constant array PostgreSQL estimates unnest's rows exactly, so it keeps
+    # re-planning this big statement for each batch (milliseconds); its best plan does not
+    # depend on the batch. The pool's reset (RESET ALL) undoes this when the unit ends.
+    await conn.execute("SET plan_cache_mode = force_generic_plan")
+    supersedes = [(i, op) for i, op in enumerate(ops) if op.supersede]
+    if supersedes:
+        async with conn.transaction():
+            cols = _columns(supersedes, ("subnet_id", "ip", "client_key"))
+            for i, lease_id, was_active in await conn.fetch(_SUPERSEDE, *cols):
+                ops[i].superseded = (lease_id, was_active)
+            await _main(conn, ops)
+    else:
+        await _main(conn, ops)
+    fallback = [op for op in ops if op.kind == ACK and op.may_insert and not op.ok]
+    if fallback:
+        for op in fallback:
+            op.state = "active"
+        await _main(conn, fallback, inserts_only=True)
+    refused = [(i, op) for i, op in enumerate(ops)
+               if not op.ok and (op.kind == OFFER or (op.kind == ACK and op.may_insert))]
+    if refused:
+        for row in await conn.fetch(_BLOCKERS, *_columns(refused, ("subnet_id", "ip",
+                                                                     "client_key"))):
+            ops[row["i"]].refreshed.append(
+                (row["lease_id"], row["subnet_id"], row["ip"], row["state"],
+                 row["client_key"], row["expires"])
+            )
+
+
+async def load_live(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
+    """Every live lease as (lease_id, subnet_id, ip, state, client_key, expires)."""
+    rows = await conn.fetch(
+        f"""SELECT lease_id, subnet_id, ip - {_ZERO} AS ip, state, client_key,
+                   date_part('epoch', expires_at) AS expires
+            FROM leases WHERE state IN ('offered', 'active', 'declined')"""
+    )
+    return [tuple(r) for r in rows]

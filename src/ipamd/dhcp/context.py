@@ -1,0 +1,88 @@
+"""What the pipeline stages share: the packet's transaction, where it came in, the server's view.
+
+Plain objects with slots, built once per packet; the stages fill in a transaction
+step by step, like Kea's and CoreDHCP's handler chains.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipamd.config import DhcpConfig
+from ipamd.dhcp.allocator import Op
+from ipamd.dhcp.codec import DhcpMessage
+from ipamd.dhcp.counters import DhcpCounters
+from ipamd.dhcp.freepool import AddressPicker
+from ipamd.dhcp.leasecache import LeaseCache
+from ipamd.dhcp.plan import Plan, Reservation, Subnet
+from ipamd.dhcp.relays import TrustedRelays
+
+NO_CLASSES: frozenset[uuid.UUID] = frozenset()
+
+
+@dataclass(slots=True)
+class Endpoint:
+    """A socket the server listens on."""
+
+    sock: Any  # the non-blocking stdlib socket replies are sent from
+    local_ip: int  # the bound address (0 for a wildcard bind)
+    port: int
+    interface: str | None = None  # a directly attached segment served on this device
+    interface_ip: int = 0  # that interface's address: its subnet is the link's
+    pktinfo: bool = False  # wildcard bind: each packet's local address comes from IP_PKTINFO
+
+
+class Tx:
+    """One received packet on its way through the stages."""
+
+    __slots__ = (
+        "attempts", "circuit_id", "classes", "client_key", "endpoint", "fqdn", "hostname",
+        "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "src_ip", "src_port",
+        "subnet",
+    )
+
+    def __init__(
+        self, msg: DhcpMessage, mtype: int, src_ip: int, src_port: int, endpoint: Endpoint,
+        local_ip: int = 0,
+    ) -> None:
+        self.msg = msg
+        self.mtype = mtype
+        self.src_ip = src_ip
+        self.src_port = src_port
+        self.endpoint = endpoint
+        # The address the packet reached us on: the server identifier when none is configured.
+        self.local_ip = local_ip or endpoint.local_ip or endpoint.interface_ip
+        self.subnet: Subnet | None = None
+        self.classes: frozenset[uuid.UUID] = NO_CLASSES
+        self.client_key = b""
+        self.reservation: Reservation | None = None
+        self.hostname: str | None = None
+        self.fqdn: str | None = None
+        self.circuit_id: bytes | None = None
+        self.remote_id: bytes | None = None
+        self.op: Op | None = None
+        self.attempts = 0
+
+
+@dataclass
+class Env:
+    """The server's state the stages read (and the allocate stage updates)."""
+
+    config: DhcpConfig
+    plan: Plan
+    cache: LeaseCache
+    picker: AddressPicker
+    trusted: TrustedRelays
+    counters: DhcpCounters
+    server_id: int = 0  # dhcp.server_id, 0 when not configured
+    server_ids: frozenset[int] = frozenset()  # every address option 54 may name for us
+    # Addresses picked for requests still being committed, per subnet.
+    pending: dict[uuid.UUID, set[int]] = field(default_factory=dict)
+
+    def pending_in(self, subnet_id: uuid.UUID) -> set[int]:
+        found = self.pending.get(subnet_id)
+        if found is None:
+            found = self.pending[subnet_id] = set()
+        return found

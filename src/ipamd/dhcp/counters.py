@@ -1,0 +1,76 @@
+"""In-memory DHCP counters: packets in and out by message type, drops by reason, leases.
+
+Plain dict increments on the hot path; the metrics endpoint reads ``snapshot()``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from ipamd.dhcp.options import MESSAGE_TYPE_NAMES
+
+# Why a packet got no answer. Parser reasons (options.REASONS) are counted under their
+# own names as well.
+DROP_REASONS = frozenset(
+    {
+        "not_request",  # op is BOOTREPLY
+        "unhandled_type",  # a type a server does not answer (OFFER, ACK, LEASEQUERY...)
+        "untrusted_relay",  # giaddr set, source not in the trusted relays (spec §1 rule 3)
+        "not_for_us",  # Request/Decline/Release naming another server identifier
+        "no_link",  # not relayed, no ciaddr, not from a served interface: unknown segment
+        "no_subnet",  # no subnet for giaddr / link selection / ciaddr / interface
+        "dhcp_disabled",  # the subnet has dhcp_enabled = false
+        "no_address",  # pools exhausted or none matches the client's classes
+        "client_busy",  # the client's previous packet is still being committed
+        "unknown_lease",  # Release/Decline for no live lease of this client
+        "bad_request",  # Request with neither requested address nor ciaddr, etc.
+        "conflict_retries",  # the database refused our picks too many times
+        "db_error",  # the commit failed (the client will retransmit)
+        "send_failed",  # the reply could not be sent
+        "internal_error",  # a bug: logged with the packet summary
+    }
+)
+
+
+class DhcpCounters:
+    """Counters kept by the server; one instance per running server."""
+
+    __slots__ = ("batches", "commit_seconds", "committed_ops", "conflicts", "drops", "leases",
+                 "live", "received", "sent")
+
+    def __init__(self) -> None:
+        self.received: Counter[int] = Counter()
+        self.sent: Counter[int] = Counter()
+        self.drops: Counter[str] = Counter()
+        # Transitions committed by this node (granted, renewed, released, declined, expired).
+        self.leases: Counter[str] = Counter()
+        self.batches = 0
+        self.committed_ops = 0
+        # Picks the database refused (another request or node held the address first).
+        self.conflicts = 0
+        self.commit_seconds: Callable[[], float] = float  # summed over the commit workers
+        # Live leases by state (offered, active, declined), from the server's lease cache.
+        self.live: Callable[[], dict[str, int]] = dict
+
+    def drop(self, reason: str) -> None:
+        self.drops[reason] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-able copy, for the metrics endpoint."""
+
+        def named(counter: Counter[int]) -> dict[str, int]:
+            return {MESSAGE_TYPE_NAMES.get(k, str(k)).lower(): v for k, v in counter.items()}
+
+        return {
+            "received": named(self.received),
+            "sent": named(self.sent),
+            "drops": dict(self.drops),
+            "lease_transitions": dict(self.leases),
+            "leases_by_state": self.live(),
+            "commit_batches": self.batches,
+            "committed_ops": self.committed_ops,
+            "conflicts": self.conflicts,
+            "commit_seconds": round(self.commit_seconds(), 3),
+        }

@@ -1,0 +1,281 @@
+"""The DHCP decision, free of sockets: stages in order, then the allocate step per message.
+
+``decide(tx, env)`` runs accept → select subnet → identify (client key, reservation)
+→ classify → allocate, and returns one of:
+
+* a drop reason (``str``),
+* a ``Reply`` to send now (Inform, NAK, an Offer that needs no write),
+* an ``Op`` for the committer (the database write this answer depends on).
+
+After the committer ran the op, ``finish(tx, env)`` turns its outcome into a
+``Reply``, ``None`` (Release and Decline get no answer), a drop reason, or a new
+``Op`` when the database refused our pick and another one is tried.
+RFC 2131 §4.3 throughout; spec §1 rule 1 makes this server authoritative (NAK what
+was never acknowledged to this client).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ipamd.dhcp import allocator
+from ipamd.dhcp.accept import accept
+from ipamd.dhcp.allocator import Op
+from ipamd.dhcp.classify import classify
+from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.destination import destination
+from ipamd.dhcp.identity import identify
+from ipamd.dhcp.leasecache import Lease
+from ipamd.dhcp.options import (
+    ACK,
+    DECLINE,
+    DISCOVER,
+    INFORM,
+    NAK,
+    OFFER,
+    RELEASE,
+    REQUEST,
+    REQUESTED_IP,
+    SERVER_ID,
+)
+from ipamd.dhcp.plan import Subnet
+from ipamd.dhcp.reply import build
+from ipamd.dhcp.subnet_select import select_subnet
+
+MAX_ATTEMPTS = 4  # picks per transaction when the database keeps refusing them
+
+
+class Reply:
+    __slots__ = ("data", "dest", "mtype")
+
+    def __init__(self, data: bytes, mtype: int, dest: tuple[int, int]) -> None:
+        self.data = data
+        self.mtype = mtype
+        self.dest = dest
+
+
+Outcome = str | Reply | Op | None
+
+
+def _reply(tx: Tx, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> Reply:
+    data = build(tx, env, mtype, yiaddr, message)
+    return Reply(data, mtype, destination(tx.msg, mtype, env.config.reply_port,
+                                          env.config.client_port))
+
+
+def _requested(tx: Tx) -> int | None:
+    raw = tx.msg.options.get(REQUESTED_IP)
+    return int.from_bytes(raw, "big") if raw is not None and len(raw) == 4 else None
+
+
+def _allowed(tx: Tx, subnet: Subnet, ip: int) -> bool:
+    """May this client hold ``ip``: its reservation, or a dynamic address of its classes."""
+    res = tx.reservation
+    if res is not None and res.ip == ip:
+        return subnet.contains(ip)
+    return subnet.usable(ip) and subnet.dynamic_ok(ip, tx.classes)
+
+
+def _free(env: Env, subnet: Subnet, ip: int) -> bool:
+    return env.cache.at(subnet.id, ip) is None and ip not in env.pending_in(subnet.id)
+
+
+def _op(tx: Tx, kind: int, ip: int | None, seconds: int, **extra: object) -> Op:
+    msg = tx.msg
+    cid = msg.options.get(61)
+    op = Op(
+        kind, tx.subnet.id, ip, tx.client_key, seconds,  # type: ignore[union-attr]
+        mac=msg.chaddr[:6].hex() if msg.htype == 1 and msg.hlen == 6 else None,
+        client_id=cid,
+        duid=cid[5:].hex(":") if cid and len(cid) > 5 and cid[0] == 255 else None,
+        hostname=tx.hostname, fqdn=tx.fqdn, circuit_id=tx.circuit_id, remote_id=tx.remote_id,
+        giaddr=msg.giaddr or None, **extra,  # type: ignore[arg-type]
+    )
+    return op
+
+
+def _claim(env: Env, tx: Tx, op: Op) -> Op:
+    """Reserve the op's new address against parallel picks until the commit is done."""
+    env.pending_in(op.subnet_id).add(op.ip)  # type: ignore[arg-type]
+    tx.op = op
+    return op
+
+
+# ---------------------------------------------------------------------- allocate, per message
+
+
+def _discover(tx: Tx, env: Env) -> Outcome:
+    subnet = tx.subnet
+    assert subnet is not None
+    cache = env.cache
+    lease = cache.client(subnet.id, tx.client_key)
+    res = tx.reservation
+    if (res is not None and (lease is None or lease.ip != res.ip)
+            and subnet.contains(res.ip) and _free(env, subnet, res.ip)):
+        return _claim(env, tx, _op(tx, allocator.OFFER, res.ip, env.config.offer_hold_seconds,
+                                   supersede=lease is not None))
+    # A reserved address still held by a lease from before the reservation: serve the
+    # client dynamically meanwhile.
+    if lease is not None and _allowed(tx, subnet, lease.ip):
+        hold = env.config.offer_hold_seconds
+        if lease.state == "active" or lease.expires - time.time() > hold / 2:
+            return _reply(tx, env, OFFER, lease.ip)
+        tx.op = _op(tx, allocator.HOLD, lease.ip, hold, lease_id=lease.lease_id)
+        return tx.op
+    wanted = _requested(tx)
+    if wanted is not None and _allowed(tx, subnet, wanted) and _free(env, subnet, wanted) and (
+        res is None or res.ip == wanted
+    ):
+        ip: int | None = wanted
+    else:
+        ip = env.picker.pick(subnet, tx.classes, cache.ips(subnet.id), env.pending_in(subnet.id))
+    if ip is None:
+        return "no_address"
+    return _claim(env, tx, _op(tx, allocator.OFFER, ip, env.config.offer_hold_seconds,
+                               supersede=lease is not None))
+
+
+def _request(tx: Tx, env: Env) -> Outcome:
+    subnet = tx.subnet
+    assert subnet is not None
+    msg = tx.msg
+    wanted = _requested(tx)
+    selecting = SERVER_ID in msg.options
+    if selecting or (wanted is not None and not msg.ciaddr):
+        if wanted is None:
+            return "bad_request"  # SELECTING without option 50
+        ip = wanted  # SELECTING or INIT-REBOOT
+    elif msg.ciaddr:
+        ip = msg.ciaddr  # RENEWING (unicast) or REBINDING (broadcast)
+    else:
+        return "bad_request"
+    if not subnet.contains(ip):
+        return _reply(tx, env, NAK, message="requested address is not on this network")
+    lease = env.cache.client(subnet.id, tx.client_key)
+    lease_time = subnet.lease_time
+    if lease is not None and lease.ip == ip:
+        if not _allowed(tx, subnet, ip):
+            return _reply(tx, env, NAK, message="address no longer available to this client")
+        tx.op = _op(tx, allocator.ACK, ip, lease_time)
+        return tx.op
+    if lease is not None:
+        return _reply(tx, env, NAK, message="requested address is not this client's lease")
+    if selecting:
+        # Our offer lapsed (or another node made it): grant the address if still free.
+        if _allowed(tx, subnet, ip) and _free(env, subnet, ip):
+            return _claim(env, tx, _op(tx, allocator.ACK, ip, lease_time, may_insert=True))
+        return _reply(tx, env, NAK, message="requested address is not available")
+    # INIT-REBOOT / RENEWING / REBINDING with no lease known here: the database decides
+    # (another node may hold it); nothing found means never acknowledged -> NAK.
+    if env.cache.at(subnet.id, ip) is not None:
+        return _reply(tx, env, NAK, message="requested address belongs to another client")
+    tx.op = _op(tx, allocator.ACK, ip, lease_time)
+    return tx.op
+
+
+def _decline(tx: Tx, env: Env) -> Outcome:
+    ip = _requested(tx)
+    if ip is None:
+        return "bad_request"
+    tx.op = _op(tx, allocator.DECLINE, ip, env.config.decline_probation_seconds)
+    return tx.op
+
+
+def _release(tx: Tx, env: Env) -> Outcome:
+    if not tx.msg.ciaddr:
+        return "bad_request"
+    tx.op = _op(tx, allocator.RELEASE, tx.msg.ciaddr, 0)
+    return tx.op
+
+
+def _inform(tx: Tx, env: Env) -> Outcome:
+    if not tx.msg.ciaddr and not tx.msg.giaddr:
+        return "bad_request"
+    return _reply(tx, env, ACK)
+
+
+ALLOCATE: dict[int, Callable[[Tx, Env], Outcome]] = {
+    DISCOVER: _discover, REQUEST: _request, DECLINE: _decline, RELEASE: _release,
+    INFORM: _inform,
+}
+
+
+def decide(tx: Tx, env: Env) -> Outcome:
+    """Run the stages for a fresh packet."""
+    reason = accept(tx, env)
+    if reason is None:
+        reason = select_subnet(tx, env)
+    if reason is not None:
+        return reason
+    identify(tx, env)
+    classify(tx, env)
+    return ALLOCATE[tx.mtype](tx, env)
+
+
+# ---------------------------------------------------------------------- after the commit
+
+
+def release_claim(tx: Tx, env: Env) -> None:
+    """Give back the address picked for the op (committed or not, it is no longer pending)."""
+    op = tx.op
+    if op is not None and (op.kind == allocator.OFFER or op.may_insert):
+        env.pending_in(op.subnet_id).discard(op.ip)  # type: ignore[arg-type]
+
+
+def finish(tx: Tx, env: Env) -> Outcome:
+    op = tx.op
+    assert op is not None and tx.subnet is not None
+    release_claim(tx, env)
+    cache = env.cache
+    if op.superseded is not None:
+        cache.drop(op.superseded[0])
+        env.picker.freed(op.subnet_id)
+        if op.superseded[1]:
+            env.counters.leases["released"] += 1
+    kind = op.kind
+    if op.ok:
+        if op.event is not None:
+            env.counters.leases[op.event] += 1
+        if kind == allocator.RELEASE:
+            cache.drop(op.lease_id)  # type: ignore[arg-type]
+            stale = cache.client(op.subnet_id, op.client_key)
+            if stale is not None and stale.ip == op.ip:
+                cache.drop(stale.lease_id)
+            env.picker.freed(op.subnet_id)
+            return None
+        if kind == allocator.DECLINE:
+            state = "declined"
+        elif kind == allocator.ACK:
+            state = "active"
+        else:
+            state = "offered"
+        cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]
+                        op.client_key, op.expires))
+        if kind == allocator.DECLINE:
+            return None
+        mtype = ACK if kind == allocator.ACK else OFFER
+        return _reply(tx, env, mtype, op.ip)  # type: ignore[arg-type]
+    # Refused or not found: bring the cache in line with the database, then decide again.
+    if op.refreshed:
+        env.counters.conflicts += 1
+    for lease_id, subnet_id, ip, state, key, expires in op.refreshed:
+        cache.put(Lease(lease_id, subnet_id, ip, state, key, expires))
+    if kind in (allocator.RELEASE, allocator.DECLINE, allocator.ACK) and not op.refreshed:
+        # The database has no live lease of this client there: forget ours if we had one.
+        stale = cache.client(op.subnet_id, op.client_key)
+        if stale is not None and stale.ip == op.ip:
+            cache.drop(stale.lease_id)
+    if kind in (allocator.RELEASE, allocator.DECLINE):
+        return "unknown_lease"
+    if kind == allocator.ACK and not op.refreshed:
+        return _reply(tx, env, NAK, message="no lease for this client at that address")
+    if kind == allocator.ACK:
+        return _reply(tx, env, NAK, message="requested address is not available")
+    if kind == allocator.HOLD:
+        cache.drop(op.lease_id)  # type: ignore[arg-type]  # the hold lapsed meanwhile
+    tx.attempts += 1
+    if tx.attempts >= MAX_ATTEMPTS:
+        return "conflict_retries"
+    tx.op = None
+    return ALLOCATE[tx.mtype](tx, env)

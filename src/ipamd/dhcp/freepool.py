@@ -1,0 +1,82 @@
+"""Picks a free address from a subnet's pools, round robin, without SQL.
+
+Free means: in a pool whose class the client has (pools with a class first, then
+pools without one), not blocked (reservations, assignments), not held by a live or
+declined lease in the cache, and not already picked by a request still being
+committed. Excludes, network, broadcast and gateway were cut out of the pool
+segments when the plan was built. The unique index on live leases still judges
+every pick.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Container
+
+from ipamd.dhcp.plan import Pool, Subnet
+
+
+class AddressPicker:
+    def __init__(self) -> None:
+        # Next offset to try in each pool (survives plan reloads: keyed by pool id).
+        self._cursor: dict[uuid.UUID, int] = {}
+        # Pools found full, with the subnet's free-generation at that time.
+        self._full: dict[uuid.UUID, int] = {}
+        self._generation: dict[uuid.UUID, int] = {}
+
+    def freed(self, subnet_id: uuid.UUID) -> None:
+        """An address of the subnet became free: full pools are worth scanning again."""
+        self._generation[subnet_id] = self._generation.get(subnet_id, 0) + 1
+
+    def pick(
+        self,
+        subnet: Subnet,
+        classes: frozenset[uuid.UUID],
+        held: Container[int],
+        pending: Container[int],
+    ) -> int | None:
+        generation = self._generation.get(subnet.id, 0)
+        for preferred in (True, False):
+            for pool in subnet.pools:
+                if (pool.class_id is not None) != preferred:
+                    continue
+                if pool.class_id is not None and pool.class_id not in classes:
+                    continue
+                if self._full.get(pool.id) == generation:
+                    continue
+                found = self._scan(pool, subnet.blocked, held, pending)
+                if found is not None:
+                    return found
+                self._full[pool.id] = generation
+        return None
+
+    def _scan(
+        self, pool: Pool, blocked: Container[int], held: Container[int], pending: Container[int]
+    ) -> int | None:
+        if pool.size == 0:
+            return None
+        start = self._cursor.get(pool.id, 0) % pool.size
+        offset = 0
+        # Walk the segments from the cursor, wrapping once around the pool.
+        for lo, hi in pool.segments:
+            length = hi - lo + 1
+            if start < offset + length:
+                break
+            offset += length
+        segments = pool.segments
+        index = segments.index((lo, hi))
+        ip = lo + (start - offset)
+        for _ in range(pool.size):
+            if ip not in held and ip not in pending and ip not in blocked:
+                self._cursor[pool.id] = start + 1
+                return ip
+            start += 1
+            if ip == hi:
+                index = (index + 1) % len(segments)
+                lo, hi = segments[index]
+                ip = lo
+                if index == 0:
+                    start = 0
+            else:
+                ip += 1
+        return None

@@ -1,0 +1,53 @@
+"""Stage 4, identify: who is the client, and does it have a reservation in the subnet?
+
+The client key (RFC 2131 §4.2) is option 61 when present, else htype + chaddr.
+A reservation matches, in this order, the raw client identifier, the DUID of an
+RFC 4361 identifier (type 255), then the MAC (Ethernet only).
+"""
+
+from __future__ import annotations
+
+from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.options import (
+    CLIENT_ID,
+    FQDN,
+    HOSTNAME,
+    HTYPE_ETHER,
+    MalformedPacket,
+    decode_client_fqdn,
+)
+
+_NAME_MAX = 253
+
+
+def _clean(text: str) -> str | None:
+    # Postgres text cannot hold NUL; names longer than DNS allows are not names.
+    text = text.replace("\x00", "").strip()
+    return text[:_NAME_MAX] or None
+
+
+def identify(tx: Tx, env: Env) -> None:
+    msg = tx.msg
+    opts = msg.options
+    cid = opts.get(CLIENT_ID)
+    ether = msg.htype == HTYPE_ETHER and msg.hlen == 6
+    tx.client_key = cid if cid else bytes((msg.htype,)) + msg.chaddr[: msg.hlen]
+    subnet = tx.subnet
+    if subnet is not None and (subnet.by_mac or subnet.by_client_id or subnet.by_duid):
+        found = None
+        if cid:
+            found = subnet.by_client_id.get(cid)
+            if found is None and len(cid) > 5 and cid[0] == 255:
+                found = subnet.by_duid.get(cid[5:].hex())
+        if found is None and ether:
+            found = subnet.by_mac.get(msg.chaddr[:6])
+        tx.reservation = found
+    raw = opts.get(HOSTNAME)
+    if raw:
+        tx.hostname = _clean(raw.decode("utf-8", "replace"))
+    raw = opts.get(FQDN)
+    if raw:
+        try:
+            tx.fqdn = _clean(decode_client_fqdn(raw).name)
+        except MalformedPacket:
+            tx.fqdn = None  # a bad name is not worth refusing the client

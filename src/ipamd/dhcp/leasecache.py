@@ -1,0 +1,121 @@
+"""This node's view of the live leases (offered, active, declined), for decisions without SQL.
+
+The database stays the judge: every write is guarded by the unique indexes, and a
+refused write refreshes the entries involved. This view is complete for a single
+node (every change goes through this process) and converges for several (conflicts
+refresh it; a periodic resync picks up what other nodes freed).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+LIVE_STATES = ("offered", "active", "declined")
+
+
+@dataclass(slots=True)
+class Lease:
+    lease_id: uuid.UUID
+    subnet_id: uuid.UUID
+    ip: int
+    state: str  # offered | active | declined
+    client_key: bytes
+    expires: float  # epoch seconds
+
+
+class LeaseCache:
+    def __init__(self) -> None:
+        self._by_id: dict[uuid.UUID, Lease] = {}
+        self._by_client: dict[tuple[uuid.UUID, bytes], Lease] = {}
+        self._ips: dict[uuid.UUID, dict[int, Lease]] = {}
+        self._journal: list[tuple[bool, Lease | uuid.UUID]] | None = None
+
+    # ------------------------------------------------------------------ reads
+
+    def client(self, subnet_id: uuid.UUID, client_key: bytes) -> Lease | None:
+        """The client's offered or active lease in the subnet."""
+        return self._by_client.get((subnet_id, client_key))
+
+    def at(self, subnet_id: uuid.UUID, ip: int) -> Lease | None:
+        table = self._ips.get(subnet_id)
+        return None if table is None else table.get(ip)
+
+    def ips(self, subnet_id: uuid.UUID) -> dict[int, Lease]:
+        """Addresses held in the subnet (live leases, declined included); do not mutate."""
+        table = self._ips.get(subnet_id)
+        if table is None:
+            table = self._ips[subnet_id] = {}
+        return table
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(LIVE_STATES, 0)
+        for lease in self._by_id.values():
+            out[lease.state] += 1
+        return out
+
+    # ------------------------------------------------------------------ writes
+
+    def put(self, lease: Lease) -> None:
+        """Record a live lease (replacing the older entry of the same id, address or client)."""
+        if self._journal is not None:
+            self._journal.append((True, lease))
+        self._put(lease)
+
+    def drop(self, lease_id: uuid.UUID) -> Lease | None:
+        """Forget a lease that is no longer live; returns the entry if there was one."""
+        if self._journal is not None:
+            self._journal.append((False, lease_id))
+        return self._drop(lease_id)
+
+    def _put(self, lease: Lease) -> None:
+        self._drop(lease.lease_id)
+        table = self.ips(lease.subnet_id)
+        other = table.get(lease.ip)
+        if other is not None:
+            self._drop(other.lease_id)
+        if lease.state != "declined":
+            other = self._by_client.get((lease.subnet_id, lease.client_key))
+            if other is not None:
+                self._drop(other.lease_id)
+            self._by_client[(lease.subnet_id, lease.client_key)] = lease
+        table[lease.ip] = lease
+        self._by_id[lease.lease_id] = lease
+
+    def _drop(self, lease_id: uuid.UUID) -> Lease | None:
+        lease = self._by_id.pop(lease_id, None)
+        if lease is None:
+            return None
+        key = (lease.subnet_id, lease.client_key)
+        if self._by_client.get(key) is lease:
+            del self._by_client[key]
+        table = self._ips.get(lease.subnet_id)
+        if table is not None and table.get(lease.ip) is lease:
+            del table[lease.ip]
+        return lease
+
+    # ------------------------------------------------------------------ resync
+
+    def begin_resync(self) -> None:
+        """Start journaling: changes made while a full reload runs are replayed after it."""
+        self._journal = []
+
+    def finish_resync(self, leases: Iterable[Lease]) -> None:
+        journal, self._journal = self._journal or [], None
+        self._by_id.clear()
+        self._by_client.clear()
+        self._ips.clear()
+        for lease in leases:
+            self._put(lease)
+        for is_put, item in journal:
+            if is_put:
+                self._put(item)  # type: ignore[arg-type]
+            else:
+                self._drop(item)  # type: ignore[arg-type]
+
+    def abort_resync(self) -> None:
+        self._journal = None

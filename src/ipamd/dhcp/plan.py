@@ -1,0 +1,296 @@
+"""The address plan as the DHCP hot path needs it: immutable, prebuilt, int addresses.
+
+Built once per change of the IPAM tables (see plan_loader) from plain rows, so a
+packet never reads subnets, pools, excludes, reservations, options or classes from
+the database. Addresses are ints, as the codec gives them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipamd.dhcp.options import (
+    BROADCAST_ADDRESS,
+    CLIENT_ID,
+    FQDN,
+    LEASE_TIME,
+    MAX_SIZE,
+    MESSAGE_TYPE,
+    NTP,
+    OVERLOAD,
+    PRL,
+    REBINDING,
+    RELAY_AGENT,
+    RENEWAL,
+    REQUESTED_IP,
+    ROUTER,
+    SERVER_ID,
+    SUBNET_MASK,
+)
+from ipamd.ipam.option_shapes import wire
+
+log = logging.getLogger("ipamd.dhcp.plan")
+
+# Codes the server owns: never taken from stored options.
+_SERVER_OWNED = frozenset(
+    {0, SUBNET_MASK, REQUESTED_IP, LEASE_TIME, OVERLOAD, MESSAGE_TYPE, SERVER_ID, PRL, 56,
+     MAX_SIZE, RENEWAL, REBINDING, CLIENT_ID, FQDN, RELAY_AGENT, 255}
+)
+
+Range = tuple[int, int]  # inclusive
+
+
+@dataclass(frozen=True, slots=True)
+class ClientClass:
+    id: uuid.UUID
+    name: str
+    match: str  # vendor_class | user_class | mac_prefix
+    value: bytes  # vendor/user class as bytes; mac prefix as lowercase hex digits
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    id: uuid.UUID
+    ip: int
+    mac: bytes | None  # 6 octets
+    client_id: bytes | None  # option 61, raw
+    duid: str | None  # lowercase hex, no separators
+    hostname: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    id: uuid.UUID
+    start: int
+    end: int
+    class_id: uuid.UUID | None
+    # The pool minus excludes, network, broadcast and gateway; ascending, disjoint.
+    segments: tuple[Range, ...]
+    size: int
+
+    def contains(self, ip: int) -> bool:
+        return any(lo <= ip <= hi for lo, hi in self.segments)
+
+
+@dataclass(slots=True)
+class Subnet:
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    network: int
+    prefixlen: int
+    mask: int
+    broadcast: int
+    gateway: int | None
+    lease_time: int
+    dhcp_enabled: bool
+    next_server: str | None
+    boot_file: str | None
+    ddns: bool
+    pools: tuple[Pool, ...] = ()
+    excludes: tuple[Range, ...] = ()
+    # Addresses no dynamic client may get: every reservation and assignment.
+    blocked: frozenset[int] = frozenset()
+    by_mac: dict[bytes, Reservation] = field(default_factory=dict)
+    by_client_id: dict[bytes, Reservation] = field(default_factory=dict)
+    by_duid: dict[str, Reservation] = field(default_factory=dict)
+    by_ip: dict[int, Reservation] = field(default_factory=dict)
+    # Options for every client, ready to copy into a reply.
+    options: dict[int, bytes] = field(default_factory=dict)
+    # (vendor class bytes, options) pairs applied when option 60 matches; first match wins.
+    vendor_options: tuple[tuple[bytes, dict[int, bytes]], ...] = ()
+    # 51, 58 and 59 for the lease time, encoded once.
+    lease_options: dict[int, bytes] = field(default_factory=dict)
+    # Reply options per (parameter request list, vendor class); filled by the reply stage.
+    reply_memo: dict[tuple[bytes, bytes | None], dict[int, bytes]] = field(default_factory=dict)
+
+    def contains(self, ip: int) -> bool:
+        return ip & self.mask == self.network
+
+    def excluded(self, ip: int) -> bool:
+        return any(lo <= ip <= hi for lo, hi in self.excludes)
+
+    def usable(self, ip: int) -> bool:
+        """Inside the subnet and neither its network, broadcast, gateway nor excluded."""
+        if not self.contains(ip) or ip == self.gateway:
+            return False
+        if self.prefixlen < 31 and ip in (self.network, self.broadcast):
+            return False
+        return not self.excluded(ip)
+
+    def dynamic_ok(self, ip: int, classes: frozenset[uuid.UUID]) -> bool:
+        """May a client in ``classes`` hold ``ip`` without a reservation?"""
+        if ip in self.blocked:
+            return False
+        for pool in self.pools:
+            if (pool.class_id is None or pool.class_id in classes) and pool.contains(ip):
+                return True
+        return False
+
+
+@dataclass(slots=True)
+class Plan:
+    subnets: dict[uuid.UUID, Subnet]
+    classes: tuple[ClientClass, ...]
+    trusted_relays: tuple[str, ...]  # from the settings resource (the TOML list is added later)
+    version: int
+    # (mask, {network: subnet}) from the longest prefix to the shortest.
+    _lookup: tuple[tuple[int, dict[int, Subnet]], ...] = ()
+
+    def subnet_for(self, ip: int) -> Subnet | None:
+        for mask, table in self._lookup:
+            found = table.get(ip & mask)
+            if found is not None:
+                return found
+        return None
+
+
+def mask_of(prefixlen: int) -> int:
+    return (0xFFFFFFFF << (32 - prefixlen)) & 0xFFFFFFFF
+
+
+def subtract(ranges: Iterable[Range], holes: Iterable[Range]) -> tuple[Range, ...]:
+    """``ranges`` minus ``holes``; both inclusive."""
+    out = sorted(ranges)
+    for hlo, hhi in sorted(holes):
+        kept: list[Range] = []
+        for lo, hi in out:
+            if hhi < lo or hlo > hi:
+                kept.append((lo, hi))
+                continue
+            if lo < hlo:
+                kept.append((lo, hlo - 1))
+            if hi > hhi:
+                kept.append((hhi + 1, hi))
+        out = kept
+    return tuple(out)
+
+
+def normalise_hex(text: str | None) -> str | None:
+    if text is None:
+        return None
+    cleaned = "".join(ch for ch in text.lower() if ch in "0123456789abcdef")
+    return cleaned or None
+
+
+def _class(row: Mapping[str, Any]) -> ClientClass:
+    if row["match"] == "mac_prefix":
+        raw = (normalise_hex(row["value"]) or "").encode()
+    else:
+        raw = str(row["value"]).encode()
+    return ClientClass(row["id"], row["name"], row["match"], raw)
+
+
+def _options(subnet: Subnet, stored: Sequence[Mapping[str, Any]], ntp: Sequence[int]) -> None:
+    generic: dict[int, bytes] = {SUBNET_MASK: subnet.mask.to_bytes(4, "big")}
+    if subnet.gateway is not None:
+        generic[ROUTER] = subnet.gateway.to_bytes(4, "big")
+    if ntp:
+        generic[NTP] = b"".join(a.to_bytes(4, "big") for a in ntp)
+    vendor: dict[bytes, dict[int, bytes]] = {}
+    for row in stored:
+        code = row["code"]
+        if code in _SERVER_OWNED or (code == ROUTER and subnet.gateway is not None):
+            continue  # the subnet fields own these (spec §2: mask and router)
+        try:
+            value = wire(code, row["payload"])  # the API stored it normalised
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            log.warning("subnet %s option %s skipped: %s", subnet.id, code, error)
+            continue
+        if not value or len(value) > 255:
+            continue
+        if row["vendor_class"]:
+            vendor.setdefault(row["vendor_class"].encode(), {})[code] = value
+        else:
+            generic[code] = value  # a stored 42 replaces the subnet's NTP field
+    if subnet.prefixlen < 31 and BROADCAST_ADDRESS not in generic:
+        generic[BROADCAST_ADDRESS] = subnet.broadcast.to_bytes(4, "big")
+    subnet.options = generic
+    # Longest vendor class first, so "PXEClient:Arch:00007" beats "PXEClient".
+    subnet.vendor_options = tuple(sorted(vendor.items(), key=lambda kv: -len(kv[0])))
+
+
+def _group(rows: Iterable[Mapping[str, Any]]) -> dict[uuid.UUID, list[Mapping[str, Any]]]:
+    grouped: dict[uuid.UUID, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["subnet_id"], []).append(row)
+    return grouped
+
+
+def build(rows: Mapping[str, Any]) -> Plan:
+    """A Plan from the loader's rows (ints for addresses; see plan_loader.load_rows)."""
+    pools, excludes = _group(rows["pools"]), _group(rows["excludes"])
+    reservations, assignments = _group(rows["reservations"]), _group(rows["assignments"])
+    stored = _group(rows["options"])
+    subnets: dict[uuid.UUID, Subnet] = {}
+    for row in rows["subnets"]:
+        prefixlen = row["prefixlen"]
+        mask = mask_of(prefixlen)
+        network = row["network"] & mask
+        subnet = Subnet(
+            id=row["id"], tenant_id=row["tenant_id"], network=network, prefixlen=prefixlen,
+            mask=mask, broadcast=network | (~mask & 0xFFFFFFFF), gateway=row["gateway"],
+            lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
+            next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
+            ddns=(row["ddns_adapter"] or "none") != "none",
+        )
+        subnet.excludes = tuple(sorted((e["start_ip"], e["end_ip"])
+                                       for e in excludes.get(subnet.id, ())))
+        holes = list(subnet.excludes)
+        if prefixlen < 31:
+            holes += [(network, network), (subnet.broadcast, subnet.broadcast)]
+        if subnet.gateway is not None:
+            holes.append((subnet.gateway, subnet.gateway))
+        built = []
+        for p in sorted(pools.get(subnet.id, ()), key=lambda p: p["start_ip"]):
+            lo, hi = max(p["start_ip"], network), min(p["end_ip"], subnet.broadcast)
+            segments = subtract([(lo, hi)], holes) if lo <= hi else ()
+            size = sum(h - low + 1 for low, h in segments)
+            built.append(Pool(p["id"], p["start_ip"], p["end_ip"], p["class_id"], segments, size))
+        subnet.pools = tuple(built) if subnet.dhcp_enabled else ()
+        blocked = {a["ip"] for a in assignments.get(subnet.id, ())}
+        for r in reservations.get(subnet.id, ()):
+            mac = bytes.fromhex(normalise_hex(r["mac"]) or "") if r["mac"] else None
+            res = Reservation(r["id"], r["ip"], mac if mac and len(mac) == 6 else None,
+                              r["client_id"], normalise_hex(r["duid"]), r["hostname"])
+            blocked.add(res.ip)
+            subnet.by_ip[res.ip] = res
+            if res.mac:
+                subnet.by_mac[res.mac] = res
+            if res.client_id:
+                subnet.by_client_id[res.client_id] = res
+            if res.duid:
+                subnet.by_duid[res.duid] = res
+        subnet.blocked = frozenset(blocked)
+        lease_time = subnet.lease_time
+        subnet.lease_options = {  # RFC 2131 §4.4.5: T1 = 50 %, T2 = 87.5 %
+            LEASE_TIME: lease_time.to_bytes(4, "big"),
+            RENEWAL: (lease_time // 2).to_bytes(4, "big"),
+            REBINDING: (lease_time * 7 // 8).to_bytes(4, "big"),
+        }
+        _options(subnet, stored.get(subnet.id, ()), row["ntp_servers"] or ())
+        subnets[subnet.id] = subnet
+    return Plan(
+        subnets=subnets,
+        classes=tuple(_class(c) for c in rows["classes"]),
+        trusted_relays=tuple(rows.get("trusted_relays") or ()),
+        version=rows.get("version", 0),
+        _lookup=_lookup_table(subnets.values()),
+    )
+
+
+def _lookup_table(subnets: Iterable[Subnet]) -> tuple[tuple[int, dict[int, Subnet]], ...]:
+    by_len: dict[int, dict[int, Subnet]] = {}
+    for subnet in sorted(subnets, key=lambda s: s.id):
+        table = by_len.setdefault(subnet.prefixlen, {})
+        if subnet.network in table:
+            # Same network in two tenants: without VRF information the first one serves it.
+            log.warning("subnets %s and %s share %s; %s serves DHCP",
+                        table[subnet.network].id, subnet.id, subnet.network,
+                        table[subnet.network].id)
+            continue
+        table[subnet.network] = subnet
+    return tuple((mask_of(n), by_len[n]) for n in sorted(by_len, reverse=True))

@@ -1,0 +1,130 @@
+"""Loads the plan from Postgres and keeps it current.
+
+One crossing reads every table the DHCP path needs. The holder reloads when the
+``ipamd_dhcp_plan`` notification arrives (sent at commit by the triggers of migration
+0003), when the version counter moved (the poll fallback: notifications can be lost),
+and at a long safety interval.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import trio
+
+from ipamd.db.bridge import Database
+from ipamd.dhcp import plan as plan_mod
+from ipamd.dhcp.settings import TRUSTED_RELAYS
+
+log = logging.getLogger("ipamd.dhcp.plan")
+
+CHANNEL = "ipamd_dhcp_plan"
+_ZERO = "'0.0.0.0'::inet"
+
+_SUBNETS = f"""
+SELECT id, tenant_id, cidr::inet - {_ZERO} AS network, masklen(cidr) AS prefixlen,
+       CASE WHEN family(gateway) = 4 THEN gateway - {_ZERO} END AS gateway,
+       lease_time_seconds, dhcp_enabled, next_server, boot_file, ddns_adapter,
+       ARRAY(SELECT n - {_ZERO} FROM unnest(ntp_servers) AS n WHERE family(n) = 4)
+           AS ntp_servers
+FROM subnets WHERE family(cidr) = 4"""
+_POOLS = f"""SELECT id, subnet_id, start_ip - {_ZERO} AS start_ip, end_ip - {_ZERO} AS end_ip,
+                    class_id FROM pools WHERE family(start_ip) = 4"""
+_EXCLUDES = f"""SELECT subnet_id, start_ip - {_ZERO} AS start_ip, end_ip - {_ZERO} AS end_ip
+                FROM excludes WHERE family(start_ip) = 4"""
+_RESERVATIONS = f"""SELECT id, subnet_id, ip - {_ZERO} AS ip, mac::text AS mac, duid, client_id,
+                           hostname FROM reservations WHERE family(ip) = 4"""
+_ASSIGNMENTS = f"SELECT subnet_id, ip - {_ZERO} AS ip FROM assignments WHERE family(ip) = 4"
+_OPTIONS = "SELECT subnet_id, code, payload, vendor_class FROM dhcp_options ORDER BY id"
+_CLASSES = "SELECT id, name, match, value FROM client_classes ORDER BY id"
+
+
+async def version(conn: asyncpg.Connection) -> int:
+    return await conn.fetchval("SELECT last_value FROM dhcp_plan_version")
+
+
+async def load_rows(conn: asyncpg.Connection) -> dict[str, Any]:
+    """Every row the plan is built from, in one repeatable-read snapshot."""
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        rows: dict[str, Any] = {"version": await version(conn)}
+        for name, sql in (("subnets", _SUBNETS), ("pools", _POOLS), ("excludes", _EXCLUDES),
+                          ("reservations", _RESERVATIONS), ("assignments", _ASSIGNMENTS),
+                          ("options", _OPTIONS), ("classes", _CLASSES)):
+            rows[name] = [dict(r) for r in await conn.fetch(sql)]
+        relays = await conn.fetchval("SELECT value FROM settings WHERE key = $1", TRUSTED_RELAYS)
+        rows["trusted_relays"] = [str(r) for r in relays] if isinstance(relays, list) else []
+    return rows
+
+
+class PlanHolder:
+    """The current Plan; ``on_change`` callbacks run after each swap (same trio thread)."""
+
+    def __init__(self, db: Database, refresh_seconds: float, poll_seconds: float = 2.0) -> None:
+        self.db = db
+        self.current: plan_mod.Plan = plan_mod.build(
+            {"subnets": [], "pools": [], "excludes": [], "reservations": [], "assignments": [],
+             "options": [], "classes": [], "version": -1}
+        )
+        self.refresh_seconds = refresh_seconds
+        self.poll_seconds = poll_seconds
+        self.on_change: list[Callable[[plan_mod.Plan], None]] = []
+        self._wake = trio.Event()
+
+    async def reload(self) -> plan_mod.Plan:
+        rows = await self.db.run(load_rows)
+        built = plan_mod.build(rows)
+        self.current = built
+        for callback in self.on_change:
+            callback(built)
+        log.debug("dhcp plan version %s: %d subnets", built.version, len(built.subnets))
+        return built
+
+    def request_reload(self) -> None:
+        self._wake.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Initial load, then keep the plan current until cancelled."""
+        await self.reload()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._listen)
+            task_status.started()
+            await self._refresh_loop()
+
+    async def _listen(self) -> None:
+        # A lost listener must not stop the server: the poll keeps working meanwhile.
+        while True:
+            try:
+                channel = await self.db.listen(CHANNEL)
+                try:
+                    async for _payload in channel:
+                        self._wake.set()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await channel.release()  # type: ignore[attr-defined]
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                log.warning("plan listener lost (%s); retrying", error.__class__.__name__)
+            await trio.sleep(1.0)
+
+    async def _refresh_loop(self) -> None:
+        since_full = 0.0
+        while True:
+            with trio.move_on_after(self.poll_seconds):
+                await self._wake.wait()
+            woke = self._wake.is_set()
+            self._wake = trio.Event()
+            since_full += self.poll_seconds if not woke else 0.0
+            try:
+                if woke:
+                    await trio.sleep(0.02)  # fold a burst of IPAM writes into one reload
+                    await self.reload()
+                elif since_full >= self.refresh_seconds or (
+                    await self.db.run(version) != self.current.version
+                ):
+                    since_full = 0.0
+                    await self.reload()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                log.warning("plan reload failed (%s); keeping version %s",
+                            error.__class__.__name__, self.current.version)

@@ -1,0 +1,133 @@
+"""Stage 6, options: the reply message for a decided transaction.
+
+Subnet options (1 from the CIDR, 3 from the gateway, 6, 15, 42 — a stored 42 beats the
+NTP field —, any stored code), vendor options by option 60 (43 for PXE and friends),
+51/58/59 from the lease time, 54, 82 echoed (RFC 3046), siaddr/sname/file from
+next_server/boot_file. With a parameter request list (55) only what the client asked
+for is sent, plus mask and router; option 57 bounds the size (the codec packs to it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ipamd.dhcp.codec import DhcpMessage
+from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.options import (
+    ACK,
+    BOOTFILE,
+    FQDN,
+    FQDN_E,
+    FQDN_N,
+    FQDN_O,
+    FQDN_S,
+    HOSTNAME,
+    INFORM,
+    MESSAGE,
+    NAK,
+    PRL,
+    ROUTER,
+    SUBNET_MASK,
+    TFTP_SERVER,
+    VENDOR_CLASS,
+    MalformedPacket,
+    decode_client_fqdn,
+    encode_client_fqdn,
+)
+from ipamd.dhcp.plan import Subnet
+
+_ALWAYS = frozenset({SUBNET_MASK, ROUTER})
+_MEMO_MAX = 256
+
+
+def subnet_options(subnet: Subnet, prl: bytes, vendor: bytes | None) -> dict[int, bytes]:
+    """The subnet's options this client gets, memoised on the subnet per (55, 60).
+
+    The memo lives on the Subnet object, so a reloaded plan starts a fresh one.
+    """
+    if not subnet.vendor_options:
+        vendor = None  # one memo entry whatever the client's option 60 says
+    key = (prl, vendor)
+    memo = subnet.reply_memo
+    found = memo.get(key)
+    if found is not None:
+        return found
+    merged = dict(subnet.options)
+    if vendor is not None:
+        for prefix, extra in subnet.vendor_options:
+            if vendor.startswith(prefix):
+                merged.update(extra)
+                break
+    if prl:
+        wanted = set(prl) | _ALWAYS
+        merged = {code: value for code, value in merged.items() if code in wanted}
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()  # bounded: clients choose the keys
+    memo[key] = merged
+    return merged
+
+
+def _fqdn_reply(raw: bytes, subnet: Subnet) -> bytes | None:
+    """RFC 4702 §4: say who updates DNS; the server does when the subnet has DDNS."""
+    try:
+        asked = decode_client_fqdn(raw)
+    except MalformedPacket:
+        return None
+    if subnet.ddns:
+        flags = FQDN_S | (FQDN_O if not asked.flags & FQDN_S else 0)
+    else:
+        flags = FQDN_N | (FQDN_O if asked.flags & FQDN_S else 0)
+    flags |= asked.flags & FQDN_E
+    try:
+        return encode_client_fqdn(flags, asked.name, fully_qualified=asked.fully_qualified)
+    except ValueError:
+        return None
+
+
+def build(tx: Tx, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> bytes:
+    """The encoded reply of type ``mtype`` (OFFER, ACK or NAK) for ``tx``."""
+    msg = tx.msg
+    sid = env.server_id or tx.local_ip
+    reply = DhcpMessage.reply_to(msg, mtype, yiaddr=yiaddr, server_id=sid or None)
+    if mtype == NAK:
+        if message:
+            reply.options[MESSAGE] = message.encode()
+        return reply.to_bytes()
+    subnet = tx.subnet
+    assert subnet is not None
+    opts = reply.options
+    prl = msg.options.get(PRL, b"")
+    vendor = msg.options.get(VENDOR_CLASS)
+    opts.update(subnet_options(subnet, prl, vendor))
+    if not (mtype == ACK and tx.mtype == INFORM):
+        opts.update(subnet.lease_options)
+    if subnet.next_server:
+        _next_server(reply, subnet.next_server, prl)
+    if subnet.boot_file:
+        raw = subnet.boot_file.encode()
+        if len(raw) < 128:
+            reply.file = raw
+        if len(raw) >= 128 or (prl and BOOTFILE in prl):
+            opts[BOOTFILE] = raw
+    res = tx.reservation
+    if res is not None and res.hostname and (not prl or HOSTNAME in prl):
+        opts[HOSTNAME] = res.hostname.encode()
+    raw = msg.options.get(FQDN)
+    if raw is not None:
+        echoed = _fqdn_reply(raw, subnet)
+        if echoed is not None:
+            opts[FQDN] = echoed
+    return reply.to_bytes()
+
+
+def _next_server(reply: DhcpMessage, value: str, prl: bytes) -> None:
+    try:
+        reply.siaddr = int(ipaddress.IPv4Address(value))
+        return
+    except ValueError:
+        pass
+    raw = value.encode()  # a name: sname (and option 66 when asked for)
+    if len(raw) < 64:
+        reply.sname = raw
+    if len(raw) >= 64 or (prl and TFTP_SERVER in prl):
+        reply.options[TFTP_SERVER] = raw

@@ -1,0 +1,306 @@
+"""The DHCPv4 server service: sockets in, engine decision, group commit, replies out.
+
+``run(state, task_status=...)`` is the service registered in runtime.services(); the
+running server is ``state.services["dhcp"]`` (the lease API and the expiry worker tell
+it about leases they end) and its counters are ``state.counters["dhcp"]``.
+
+Per packet: parse → engine.decide (pure) → either a reply now, or an Op queued for the
+committer; after the batch commit, engine.finish builds the reply and it is sent. No
+task is spawned per packet and the only trio↔asyncio crossing is the batch commit.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import asyncpg
+import trio
+
+from ipamd.dhcp import allocator
+from ipamd.dhcp.allocator import Op
+from ipamd.dhcp.codec import MalformedPacket, parse
+from ipamd.dhcp.committer import Committer
+from ipamd.dhcp.context import Endpoint, Env, Tx
+from ipamd.dhcp.counters import DhcpCounters
+from ipamd.dhcp.destination import BROADCAST
+from ipamd.dhcp.engine import Reply, decide, finish, release_claim
+from ipamd.dhcp.freepool import AddressPicker
+from ipamd.dhcp.leasecache import Lease, LeaseCache
+from ipamd.dhcp.plan import Plan
+from ipamd.dhcp.plan_loader import PlanHolder
+from ipamd.dhcp.relays import TrustedRelays
+from ipamd.dhcp.sockets import open_interface, open_listen, pktinfo_local, split_listen
+from ipamd.state import AppState
+
+log = logging.getLogger("ipamd.dhcp.server")
+
+_YIELD_EVERY = 16  # packets handled before the receive loop lets other tasks run
+_BACKLOG_MAX = 10_000
+_ERROR_LOG_PER_MINUTE = 10
+
+_inet_aton = socket.inet_aton
+_inet_ntoa = socket.inet_ntoa
+_from_bytes = int.from_bytes
+
+
+class DhcpServer:
+    def __init__(self, state: AppState) -> None:
+        config = state.config.dhcp
+        self.state = state
+        self.config = config
+        self.counters = DhcpCounters()
+        self.cache = LeaseCache()
+        self.plans = PlanHolder(state.db, config.plan_refresh_seconds)
+        self.plans.on_change.append(self._plan_changed)
+        server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
+        self.env = Env(
+            config=config, plan=self.plans.current, cache=self.cache, picker=AddressPicker(),
+            trusted=TrustedRelays(config.trusted_relays), counters=self.counters,
+            server_id=server_id,
+        )
+        self.committer = Committer(
+            state.db, self._committed, batch_max=config.commit_batch_max,
+            window_seconds=config.commit_window_us / 1_000_000, workers=config.commit_workers,
+        )
+        self.endpoints: list[Endpoint] = []
+        self._busy: dict[tuple[uuid.UUID, bytes], Tx] = {}
+        self._backlog: list[tuple[Endpoint, bytes, tuple[str, int], int]] = []
+        self._backlog_wake = trio.Event()
+        self._error_window = (0.0, 0)
+
+    # ------------------------------------------------------------------ set-up
+
+    def _plan_changed(self, plan: Plan) -> None:
+        self.env.plan = plan
+        self.env.trusted = TrustedRelays([*self.config.trusted_relays, *plan.trusted_relays])
+
+    def _open_sockets(self) -> None:
+        wildcard_needs_pktinfo = not self.config.server_id
+        try:
+            for value in self.config.listen:
+                self.endpoints.append(open_listen(value, wildcard_needs_pktinfo))
+            if self.config.interfaces:
+                port = split_listen(self.config.listen[0])[1] if self.config.listen else 67
+                for name in self.config.interfaces:
+                    self.endpoints.append(open_interface(name, port))
+        except OSError:
+            self._close_sockets()
+            raise
+        ids = {ep.local_ip for ep in self.endpoints if ep.local_ip}
+        ids |= {ep.interface_ip for ep in self.endpoints if ep.interface_ip}
+        if self.env.server_id:
+            ids.add(self.env.server_id)
+        self.env.server_ids = frozenset(ids)
+
+    def _close_sockets(self) -> None:
+        for ep in self.endpoints:
+            ep.sock.close()
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """Where the server listens (the real port when the TOML asked for port 0)."""
+        return [(str(ipaddress.IPv4Address(ep.local_ip)), ep.port) for ep in self.endpoints]
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._open_sockets()
+        try:
+            for row in await self.state.db.run(allocator.load_live):
+                self.cache.put(Lease(*row))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.plans.run)
+                await nursery.start(self.committer.run)
+                for ep in self.endpoints:
+                    nursery.start_soon(self._receive, ep)
+                nursery.start_soon(self._flush_backlog)
+                if self.config.lease_resync_seconds:
+                    nursery.start_soon(self._resync_loop)
+                self.counters.live = self.cache.counts
+                self.counters.commit_seconds = lambda: self.committer.busy_seconds
+                self.state.services["dhcp"] = self
+                self.state.counters["dhcp"] = self.counters
+                log.info("dhcp server on %s; %d live leases, %d subnets",
+                         ", ".join(f"{h}:{p}" for h, p in self.addresses), len(self.cache),
+                         len(self.env.plan.subnets))
+                task_status.started()
+        finally:
+            if self.state.services.get("dhcp") is self:
+                del self.state.services["dhcp"]
+            self._close_sockets()
+
+    # ------------------------------------------------------------------ receive
+
+    async def _receive(self, ep: Endpoint) -> None:
+        sock = ep.sock
+        handle = self.on_datagram
+        wait = trio.lowlevel.wait_readable
+        checkpoint = trio.lowlevel.checkpoint
+        handled = 0
+        while True:
+            try:
+                if ep.pktinfo:
+                    data, ancdata, _flags, addr = sock.recvmsg(4096, 256)
+                    local = pktinfo_local(ancdata)
+                else:
+                    data, addr = sock.recvfrom(4096)
+                    local = 0
+            except BlockingIOError:
+                handled = 0
+                await wait(sock)
+                continue
+            except OSError as error:  # e.g. a stray ICMP error reported on the socket
+                log.debug("receive on %s: %s", ep.port, error)
+                await checkpoint()
+                continue
+            handle(data, addr[0], addr[1], ep, local)
+            handled += 1
+            if handled >= _YIELD_EVERY:
+                handled = 0
+                await checkpoint()
+
+    def on_datagram(self, data: bytes, host: str, port: int, ep: Endpoint, local: int = 0) -> None:
+        """Everything one datagram causes; never raises."""
+        counters = self.counters
+        try:
+            msg = parse(data)
+        except MalformedPacket as error:
+            counters.drops[error.reason] += 1
+            return
+        mtype = msg.options[53][0]
+        counters.received[mtype] += 1
+        try:
+            tx = Tx(msg, mtype, _from_bytes(_inet_aton(host), "big"), port, ep, local)
+            outcome = decide(tx, self.env)
+            if outcome is None:
+                return
+            kind = type(outcome)
+            if kind is Op:
+                key = (tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
+                if key in self._busy:
+                    release_claim(tx, self.env)
+                    counters.drops["client_busy"] += 1
+                    return
+                self._busy[key] = tx
+                self.committer.submit(tx)
+            elif kind is Reply:
+                self._send(tx, outcome)  # type: ignore[arg-type]
+            else:
+                counters.drops[outcome] += 1  # type: ignore[index]
+        except MalformedPacket as error:
+            counters.drops[error.reason] += 1
+        except Exception:
+            self._internal_error(msg)
+
+    # ------------------------------------------------------------------ after commit
+
+    def _committed(self, batch: Sequence[Tx], ok: bool) -> None:
+        counters = self.counters
+        counters.batches += 1
+        counters.committed_ops += len(batch)
+        env = self.env
+        for tx in batch:
+            key = (tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
+            try:
+                if not ok:
+                    release_claim(tx, env)
+                    self._busy.pop(key, None)
+                    counters.drops["db_error"] += 1
+                    continue
+                outcome = finish(tx, env)
+                if type(outcome) is Op:
+                    self.committer.submit(tx)  # another pick; the client stays busy
+                    continue
+                self._busy.pop(key, None)
+                if type(outcome) is Reply:
+                    self._send(tx, outcome)  # type: ignore[arg-type]
+                elif outcome is not None:
+                    counters.drops[outcome] += 1  # type: ignore[index]
+            except Exception:
+                self._busy.pop(key, None)
+                self._internal_error(tx.msg)
+
+    # ------------------------------------------------------------------ send
+
+    def _send(self, tx: Tx, reply: Reply) -> None:
+        ip, port = reply.dest
+        ep = tx.endpoint
+        if ip == BROADCAST and ep.interface is None:
+            # No attached segment to broadcast on: answer where the packet came from.
+            ip, port = tx.src_ip, tx.src_port
+        addr = (_inet_ntoa(ip.to_bytes(4, "big")), port)
+        try:
+            ep.sock.sendto(reply.data, addr)
+        except BlockingIOError:
+            if len(self._backlog) >= _BACKLOG_MAX:
+                self.counters.drops["send_failed"] += 1
+                return
+            self._backlog.append((ep, reply.data, addr, reply.mtype))
+            self._backlog_wake.set()
+            return
+        except OSError as error:
+            log.debug("send to %s failed: %s", addr, error)
+            self.counters.drops["send_failed"] += 1
+            return
+        self.counters.sent[reply.mtype] += 1
+
+    async def _flush_backlog(self) -> None:
+        while True:
+            await self._backlog_wake.wait()
+            self._backlog_wake = trio.Event()
+            while self._backlog:
+                ep, data, addr, mtype = self._backlog.pop(0)
+                try:
+                    await trio.lowlevel.wait_writable(ep.sock)
+                    ep.sock.sendto(data, addr)
+                    self.counters.sent[mtype] += 1
+                except OSError:
+                    self.counters.drops["send_failed"] += 1
+
+    # ------------------------------------------------------------------ lease bookkeeping
+
+    def forget(self, ended: Iterable[tuple[uuid.UUID, uuid.UUID, Any]]) -> None:
+        """Leases ended outside the DHCP path (expiry, API force-release): (id, subnet, event)."""
+        for lease_id, subnet_id, event in ended:
+            self.cache.drop(lease_id)
+            self.env.picker.freed(subnet_id)
+            if event:
+                self.counters.leases[event] += 1
+
+    async def _resync_loop(self) -> None:
+        # Picks up what other nodes changed; the journal keeps this node's own changes.
+        while True:
+            await trio.sleep(self.config.lease_resync_seconds)
+            self.cache.begin_resync()
+            try:
+                rows = await self.state.db.run(allocator.load_live)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                self.cache.abort_resync()
+                log.warning("lease resync failed: %s", error.__class__.__name__)
+                continue
+            self.cache.finish_resync(Lease(*row) for row in rows)
+            for subnet_id in self.env.plan.subnets:
+                self.env.picker.freed(subnet_id)
+
+    async def reload_plan(self) -> None:
+        """Reload the plan now (after a settings change through this node's API)."""
+        await self.plans.reload()
+
+    def _internal_error(self, msg: Any) -> None:
+        self.counters.drops["internal_error"] += 1
+        now = time.monotonic()
+        start, count = self._error_window
+        if now - start > 60:
+            start, count = now, 0
+        if count < _ERROR_LOG_PER_MINUTE:
+            log.exception("dhcp: failed handling %r", msg)
+        self._error_window = (start, count + 1)
+
+
+async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
+    """The service entry point (runtime.services)."""
+    await DhcpServer(state).run(task_status=task_status)

@@ -1,0 +1,113 @@
+"""Leases as the API shows them: list, read, and force-release (audited, lease.released).
+
+Asyncio-side units (``fn(conn, ...)``). The DHCP server owns lease writes; the only
+write here is an operator's force-release, which follows the server's own rules: the
+lease change, its lease_events row and its ``lease.released`` event in one
+transaction, plus the audit entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import conflict, not_found
+from ipamd.dhcp.allocator import event_ctes
+from ipamd.ipam import audit
+
+STATES = ("offered", "active", "released", "expired", "declined")
+LIVE = ("offered", "active", "declined")
+
+_COLUMNS = """lease_id, host(ip) AS ip, subnet_id, hostname, fqdn, state, mac::text AS mac,
+    client_id, duid, circuit_id, remote_id, host(giaddr) AS giaddr, starts_at, expires_at,
+    created_at, updated_at"""
+
+
+def _hex(raw: bytes | None) -> str | None:
+    return None if raw is None else bytes(raw).hex(":")
+
+
+def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    return {
+        "lease_id": row["lease_id"],
+        "ip": row["ip"],
+        "subnet_id": row["subnet_id"],
+        "hostname": row["hostname"],
+        "fqdn": row["fqdn"],
+        "state": row["state"],
+        "mac": row["mac"],
+        "client_id": _hex(row["client_id"]),
+        "duid": row["duid"],
+        "circuit_id": _hex(row["circuit_id"]),
+        "remote_id": _hex(row["remote_id"]),
+        "giaddr": row["giaddr"],
+        "starts_at": row["starts_at"],
+        "expires_at": row["expires_at"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+@dataclass(frozen=True)
+class LeaseFilter:
+    subnet_id: uuid.UUID | None = None
+    state: str | None = None
+    ip: str | None = None
+    mac: str | None = None
+    hostname: str | None = None
+
+
+async def list_page(
+    conn: asyncpg.Connection, f: LeaseFilter, after: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    """Oldest first (lease ids are UUIDv7); fetches limit+1 rows for paging."""
+    rows = await conn.fetch(
+        f"""SELECT {_COLUMNS} FROM leases
+            WHERE ($1::uuid IS NULL OR lease_id > $1)
+              AND ($2::uuid IS NULL OR subnet_id = $2)
+              AND ($3::text IS NULL OR state = $3)
+              AND ($4::inet IS NULL OR ip = $4)
+              AND ($5::macaddr IS NULL OR mac = $5)
+              AND ($6::text IS NULL OR lower(hostname) = lower($6))
+            ORDER BY lease_id LIMIT $7""",
+        after, f.subnet_id, f.state, f.ip, f.mac, f.hostname, limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+async def get(conn: asyncpg.Connection, lease_id: uuid.UUID) -> dict[str, Any]:
+    row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM leases WHERE lease_id = $1", lease_id)
+    if row is None:
+        raise not_found("lease", str(lease_id))
+    return public(row)
+
+
+# $2: whether this is a lease event. An Offer hold was never granted: ending it leaves no
+# history and no lease.released.
+_RELEASE = f"""
+WITH u AS (
+    UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),
+        updated_at = now()
+    WHERE lease_id = $1 AND state IN ('offered', 'active', 'declined')
+    RETURNING *, CASE WHEN $2 THEN 'released' END AS event
+){event_ctes("u", "event")}
+SELECT lease_id FROM u
+"""
+
+
+async def release(conn: asyncpg.Connection, actor: str, lease_id: uuid.UUID) -> dict[str, Any]:
+    """Force-release a live lease (in the caller's transaction); returns the lease after."""
+    before = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM leases WHERE lease_id = $1 FOR UPDATE", lease_id
+    )
+    if before is None:
+        raise not_found("lease", str(lease_id))
+    if before["state"] not in LIVE:
+        raise conflict(f"lease {lease_id} is already {before['state']}")
+    await conn.fetchval(_RELEASE, lease_id, before["state"] != "offered")
+    after = await get(conn, lease_id)
+    await audit.record(conn, actor, "release", "lease", lease_id, public(before), after)
+    return after

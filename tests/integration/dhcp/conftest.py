@@ -1,0 +1,79 @@
+"""A DHCP server on loopback against the test's own database, and a fake relay for it."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+
+from ipamd.db.bridge import Database
+from ipamd.dhcp.server import DhcpServer
+from ipamd.state import AppState
+from tests.conftest import make_config
+from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket
+
+
+@dataclass
+class Running:
+    server: DhcpServer
+    relay: Relay
+    state: AppState
+    db: Database
+
+
+@pytest.fixture
+def relay_sock() -> Iterator[socket.socket]:
+    sock = relay_socket()
+    yield sock
+    sock.close()
+
+
+@pytest.fixture
+def dhcp_overrides() -> dict[str, Any]:
+    """Override in a module to change [dhcp] keys."""
+    return {}
+
+
+@pytest.fixture
+async def seeded(db: Database) -> dict[str, Any]:
+    """Override in a module: seed the plan before the server starts; returns ids."""
+    return {}
+
+
+@pytest.fixture
+async def dhcp(
+    nursery: trio.Nursery, db: Database, dsn: str, relay_sock: socket.socket,
+    dhcp_overrides: dict[str, Any], seeded: dict[str, Any],
+) -> AsyncIterator[Running]:
+    config = make_config(dsn, dhcp=dhcp_section(relay_sock.getsockname()[1], **dhcp_overrides))
+    state = AppState(config=config, db=db)
+    server = DhcpServer(state)
+    scope = trio.CancelScope()
+    done = trio.Event()
+
+    async def serve(*, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with scope:
+                await server.run(task_status=task_status)
+        finally:
+            done.set()
+
+    await nursery.start(serve)
+    relay = Relay(trio.socket.from_stdlib_socket(relay_sock), server.addresses[0])
+    relay_scope = trio.CancelScope()
+
+    async def listen() -> None:
+        with relay_scope:
+            await relay.run()
+
+    nursery.start_soon(listen)
+    try:
+        yield Running(server, relay, state, db)
+    finally:
+        relay_scope.cancel()
+        scope.cancel()
+        await done.wait()

@@ -1,0 +1,265 @@
+"""The decision per message (RFC 2131 §4.3) and what happens after the commit."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from ipamd.dhcp import allocator
+from ipamd.dhcp import options as o
+from ipamd.dhcp.allocator import Op
+from ipamd.dhcp.codec import parse
+from ipamd.dhcp.engine import MAX_ATTEMPTS, Reply, decide, finish
+from ipamd.dhcp.leasecache import Lease
+from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_env, make_plan, pool_row, tx_for
+from tests.unit.dhcp.packets import ip, request
+
+MAC = bytes.fromhex("001a2b3c4d5e")
+KEY = b"\x01" + MAC
+
+
+def _lease(address: str, state: str = "active", key: bytes = KEY, ttl: float = 3000) -> Lease:
+    return Lease(uuid.uuid4(), SUBNET, ip(address), state, key, time.time() + ttl)
+
+
+def _commit_ok(op: Op, event: str | None = None, lease_id: uuid.UUID | None = None,
+               ttl: float = 30) -> None:
+    """What allocator.commit does for an op the database accepted."""
+    op.ok = True
+    op.lease_id = lease_id or op.lease_id or uuid.uuid4()
+    op.expires = time.time() + ttl
+    op.event = event
+
+
+def _reply(outcome: Any) -> Any:
+    assert isinstance(outcome, Reply), outcome
+    return parse(outcome.data)
+
+
+# ---------------------------------------------------------------------- Discover
+
+
+def test_discover_new_client_holds_a_free_address_then_offers_it() -> None:
+    env = make_env()
+    tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.OFFER
+    assert op.ip == ip("10.77.1.100") and op.seconds == env.config.offer_hold_seconds
+    assert op.mac == MAC.hex() and op.giaddr == ip(RELAY) and op.client_key == KEY
+    assert op.ip in env.pending_in(SUBNET)  # parallel Discovers get another address
+    other = decide(tx_for(request(o.DISCOVER, b"\x02" * 6, giaddr=RELAY)), env)
+    assert isinstance(other, Op) and other.ip == ip("10.77.1.101")
+    _commit_ok(op)
+    offer = _reply(finish(tx, env))
+    assert offer.message_type == o.OFFER and offer.yiaddr == ip("10.77.1.100")
+    assert op.ip not in env.pending_in(SUBNET)
+    held = env.cache.client(SUBNET, KEY)
+    assert held is not None and held.state == "offered" and held.ip == op.ip
+
+
+def test_discover_from_client_with_active_lease_is_answered_without_a_write() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.105"))
+    offer = _reply(decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env))
+    assert offer.message_type == o.OFFER and offer.yiaddr == ip("10.77.1.105")
+
+
+def test_discover_retransmit_reuses_the_hold_and_extends_it_when_short() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.105", "offered", ttl=25))
+    offer = _reply(decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env))
+    assert offer.yiaddr == ip("10.77.1.105")
+    short = _lease("10.77.1.105", "offered", ttl=5)
+    env.cache.put(short)
+    tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.HOLD and op.lease_id == short.lease_id
+    _commit_ok(op)
+    assert _reply(finish(tx, env)).yiaddr == ip("10.77.1.105")
+
+
+def test_discover_honours_a_free_requested_address() -> None:
+    env = make_env()
+    op = decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY, requested="10.77.1.107")), env)
+    assert isinstance(op, Op) and op.ip == ip("10.77.1.107")
+    env.cache.put(_lease("10.77.1.108", key=b"someone"))
+    op = decide(tx_for(request(o.DISCOVER, b"\x02" * 6, giaddr=RELAY,
+                               requested="10.77.1.108")), env)
+    assert isinstance(op, Op) and op.ip != ip("10.77.1.108")
+    op = decide(tx_for(request(o.DISCOVER, b"\x03" * 6, giaddr=RELAY,
+                               requested="10.77.9.9")), env)
+    assert isinstance(op, Op) and op.ip != ip("10.77.9.9")
+
+
+def test_discover_reservation_first_and_supersedes_a_dynamic_lease() -> None:
+    env = make_env(make_plan(reservations=[{"ip": "10.77.1.50", "mac": "00:1a:2b:3c:4d:5e"}]))
+    env.cache.put(_lease("10.77.1.103"))
+    op = decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env)
+    assert isinstance(op, Op) and op.kind == allocator.OFFER
+    assert op.ip == ip("10.77.1.50") and op.supersede
+
+
+def test_discover_no_address_when_pools_are_full() -> None:
+    env = make_env(make_plan(pools=[pool_row("10.77.1.100", "10.77.1.100")]))
+    env.cache.put(_lease("10.77.1.100", key=b"someone"))
+    assert decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env) == "no_address"
+
+
+def test_offer_refused_by_the_database_picks_again_then_gives_up() -> None:
+    env = make_env()
+    tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
+    op = decide(tx, env)
+    assert isinstance(op, Op)
+    # Another node holds that address: the commit reports it, the cache learns it.
+    op.refreshed = [(uuid.uuid4(), SUBNET, op.ip, "active", b"other-node", time.time() + 60)]
+    retry = finish(tx, env)
+    assert isinstance(retry, Op) and retry.ip != op.ip
+    assert env.cache.at(SUBNET, op.ip) is not None
+    for _ in range(MAX_ATTEMPTS - 2):
+        retry = finish(tx, env)
+        assert isinstance(retry, Op)
+    assert finish(tx, env) == "conflict_retries"
+
+
+def test_offer_refused_because_the_client_has_a_lease_elsewhere_reuses_it() -> None:
+    env = make_env()
+    tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
+    op = decide(tx, env)
+    assert isinstance(op, Op)
+    op.refreshed = [(uuid.uuid4(), SUBNET, ip("10.77.1.106"), "active", KEY, time.time() + 60)]
+    offer = _reply(finish(tx, env))
+    assert offer.yiaddr == ip("10.77.1.106")
+
+
+# ---------------------------------------------------------------------- Request
+
+
+def _selecting(address: str, mac: bytes = MAC) -> Any:
+    return request(o.REQUEST, mac, giaddr=RELAY, requested=address, server_id=SERVER)
+
+
+def test_request_selecting_acks_the_offered_address_after_commit() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.100", "offered"))
+    tx = tx_for(_selecting("10.77.1.100"))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.ACK and not op.may_insert
+    assert op.seconds == 3600
+    _commit_ok(op, "granted", ttl=3600)
+    ack = _reply(finish(tx, env))
+    assert ack.message_type == o.ACK and ack.yiaddr == ip("10.77.1.100")
+    assert env.cache.client(SUBNET, KEY).state == "active"  # type: ignore[union-attr]
+    assert env.counters.leases["granted"] == 1
+
+
+def test_request_selecting_after_the_hold_lapsed_may_take_a_free_address() -> None:
+    env = make_env()
+    op = decide(tx_for(_selecting("10.77.1.104")), env)
+    assert isinstance(op, Op) and op.kind == allocator.ACK and op.may_insert
+    env.cache.put(_lease("10.77.1.105", key=b"someone"))
+    nak = _reply(decide(tx_for(_selecting("10.77.1.105", b"\x02" * 6)), env))
+    assert nak.message_type == o.NAK
+
+
+def test_request_for_another_address_than_the_clients_lease_is_nakked() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.100"))
+    nak = _reply(decide(tx_for(_selecting("10.77.1.101")), env))
+    assert nak.message_type == o.NAK and nak.yiaddr == 0
+    assert nak.broadcast  # relayed NAK: broadcast flag (RFC 2131 §4.3.2)
+
+
+def test_request_wrong_network_is_nakked() -> None:
+    env = make_env()
+    init_reboot = request(o.REQUEST, MAC, giaddr=RELAY, requested="192.168.7.7")
+    assert _reply(decide(tx_for(init_reboot), env)).message_type == o.NAK
+
+
+def test_init_reboot_and_renew_unknown_here_ask_the_database() -> None:
+    env = make_env()
+    tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, requested="10.77.1.100"))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.ACK and not op.may_insert
+    # Not found: never acknowledged to this client (spec §1 rule 1) -> NAK.
+    assert _reply(finish(tx, env)).message_type == o.NAK
+    renew = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, ciaddr="10.77.1.100"))
+    op = decide(renew, env)
+    assert isinstance(op, Op) and op.ip == ip("10.77.1.100")
+    _commit_ok(op, "renewed", ttl=3600)  # another node had granted it
+    ack = _reply(finish(renew, env))
+    assert ack.message_type == o.ACK and ack.ciaddr == ip("10.77.1.100")
+
+
+def test_renew_of_an_address_held_by_someone_else_is_nakked() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.100", key=b"someone"))
+    nak = _reply(decide(tx_for(request(o.REQUEST, MAC, giaddr=RELAY, ciaddr="10.77.1.100")),
+                        env))
+    assert nak.message_type == o.NAK
+
+
+def test_ack_not_found_forgets_the_stale_cache_entry() -> None:
+    env = make_env()
+    stale = _lease("10.77.1.100")
+    env.cache.put(stale)
+    tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, ciaddr="10.77.1.100"))
+    op = decide(tx, env)
+    assert isinstance(op, Op)
+    assert _reply(finish(tx, env)).message_type == o.NAK
+    assert env.cache.client(SUBNET, KEY) is None
+
+
+def test_request_without_address_is_dropped() -> None:
+    env = make_env()
+    bare = request(o.REQUEST, MAC, giaddr=RELAY, server_id=SERVER)
+    assert decide(tx_for(bare), env) == "bad_request"
+    assert decide(tx_for(request(o.REQUEST, MAC, giaddr=RELAY)), env) == "bad_request"
+
+
+# ---------------------------------------------------------------------- Decline, Release, Inform
+
+
+def test_decline_quarantines_the_address() -> None:
+    env = make_env(decline_probation_seconds=600)
+    env.cache.put(_lease("10.77.1.100"))
+    tx = tx_for(request(o.DECLINE, MAC, giaddr=RELAY, requested="10.77.1.100",
+                        server_id=SERVER))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.DECLINE and op.seconds == 600
+    _commit_ok(op, "declined", ttl=600)
+    assert finish(tx, env) is None  # no answer to a Decline
+    held = env.cache.at(SUBNET, ip("10.77.1.100"))
+    assert held is not None and held.state == "declined"
+    assert env.cache.client(SUBNET, KEY) is None  # the client may get another address
+    nxt = decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env)
+    assert isinstance(nxt, Op) and nxt.ip != ip("10.77.1.100")
+
+
+def test_release_frees_the_address() -> None:
+    env = make_env()
+    lease = _lease("10.77.1.100")
+    env.cache.put(lease)
+    tx = tx_for(request(o.RELEASE, MAC, giaddr=RELAY, ciaddr="10.77.1.100", server_id=SERVER))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == allocator.RELEASE
+    _commit_ok(op, "released", lease.lease_id)
+    assert finish(tx, env) is None
+    assert env.cache.at(SUBNET, ip("10.77.1.100")) is None
+    assert env.counters.leases["released"] == 1
+
+
+def test_release_of_unknown_lease_is_counted() -> None:
+    env = make_env()
+    tx = tx_for(request(o.RELEASE, MAC, giaddr=RELAY, ciaddr="10.77.1.100"))
+    assert isinstance(decide(tx, env), Op)
+    assert finish(tx, env) == "unknown_lease"
+    assert decide(tx_for(request(o.RELEASE, MAC, giaddr=RELAY)), env) == "bad_request"
+
+
+def test_inform_gets_options_without_a_lease() -> None:
+    env = make_env()
+    ack = _reply(decide(tx_for(request(o.INFORM, MAC, giaddr=RELAY, ciaddr="10.77.1.50")), env))
+    assert ack.message_type == o.ACK and ack.yiaddr == 0 and ack.ciaddr == ip("10.77.1.50")
+    assert o.LEASE_TIME not in ack.options and o.RENEWAL not in ack.options
+    assert ack.options[o.SUBNET_MASK] == bytes((255, 255, 255, 0))

@@ -1,0 +1,66 @@
+"""The lease cache's indexes and its resync journal; trusted relay matching."""
+
+from __future__ import annotations
+
+import uuid
+
+from ipamd.dhcp.leasecache import Lease, LeaseCache
+from ipamd.dhcp.relays import TrustedRelays
+from tests.unit.dhcp.packets import ip
+
+S = uuid.UUID("0192f000-0000-7000-8000-000000000001")
+
+
+def _lease(n: int, key: bytes, state: str = "active") -> Lease:
+    return Lease(uuid.uuid4(), S, n, state, key, 1e10)
+
+
+def test_put_replaces_by_client_and_address() -> None:
+    cache = LeaseCache()
+    first = _lease(1, b"a", "offered")
+    cache.put(first)
+    moved = _lease(2, b"a")  # the client's new lease replaces its old one
+    cache.put(moved)
+    assert cache.client(S, b"a") is moved and cache.at(S, 1) is None
+    taker = _lease(2, b"b")  # the database said address 2 is b's now
+    cache.put(taker)
+    assert cache.client(S, b"a") is None and cache.at(S, 2) is taker
+    assert cache.counts() == {"offered": 0, "active": 1, "declined": 0}
+
+
+def test_declined_holds_the_address_not_the_client() -> None:
+    cache = LeaseCache()
+    lease = _lease(5, b"a")
+    cache.put(lease)
+    cache.put(Lease(lease.lease_id, S, 5, "declined", b"a", 1e10))
+    held = cache.at(S, 5)
+    assert cache.client(S, b"a") is None and held is not None and held.state == "declined"
+    assert len(cache) == 1
+    cache.drop(lease.lease_id)
+    assert cache.at(S, 5) is None and len(cache) == 0
+
+
+def test_resync_keeps_changes_made_while_it_ran() -> None:
+    cache = LeaseCache()
+    old = _lease(1, b"old")
+    gone = _lease(2, b"gone")
+    cache.put(old)
+    cache.put(gone)
+    cache.begin_resync()
+    fresh = _lease(3, b"new")  # committed by this node during the reload
+    cache.put(fresh)
+    cache.drop(old.lease_id)  # expired during the reload
+    # The reload's snapshot predates both changes, and another node freed "gone".
+    cache.finish_resync([old, _lease(9, b"other-node")])
+    assert cache.at(S, 3) is fresh
+    assert cache.at(S, 1) is None and cache.at(S, 2) is None
+    assert cache.at(S, 9) is not None
+
+
+def test_trusted_relays() -> None:
+    relays = TrustedRelays(["10.77.1.1", "10.78.0.0/16", "2001:db8::1"])
+    assert ip("10.77.1.1") in relays and ip("10.78.200.3") in relays
+    assert ip("10.77.1.2") not in relays and ip("10.79.0.1") not in relays
+    assert ip("10.78.200.3") in relays  # memoised answer
+    assert "10.77.1.1" not in relays  # ints only
+    assert not TrustedRelays([])
