@@ -43,9 +43,11 @@ class PgServer:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _wait_ready(cluster: Cluster, process: subprocess.Popen, timeout: float = 30) -> None:
+def _wait_ready(cluster: Cluster, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Until a query answers: the socket appears before the server accepts connections."""
     socket = cluster.socket_dir / f".s.PGSQL.{cluster.port}"
     deadline = time.monotonic() + timeout
+    last: BaseException | None = None
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"postgres exited with {process.returncode}")
@@ -53,13 +55,10 @@ def _wait_ready(cluster: Cluster, process: subprocess.Popen, timeout: float = 30
             try:
                 trio_asyncio.run(run_once, cluster.dsn("postgres"), _ping)
                 return
-            except OSError:
-                pass
-            except Exception as error:  # starting up: "the database system is starting up"
-                if "starting up" not in str(error):
-                    raise
+            except Exception as error:  # "the database system is starting up", refused, ...
+                last = error
         time.sleep(0.1)
-    raise RuntimeError("postgres did not become ready")
+    raise RuntimeError(f"postgres did not become ready: {last!r}")
 
 
 async def _ping(conn) -> int:

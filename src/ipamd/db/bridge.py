@@ -113,8 +113,8 @@ async def _create_pool(dsn: str, min_size: int, max_size: int) -> asyncpg.Pool:
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
-        # The reset query (RESET ALL, UNLISTEN) is not needed: we never SET or LISTEN on pooled
-        # connections except through Database.listen, which releases its own.
+        # The pool's reset query (RESET ALL, UNLISTEN, ...) runs on release: session settings
+        # a unit makes (the DHCP committer's plan_cache_mode) never leak to the next user.
         command_timeout=60,
     )
 
