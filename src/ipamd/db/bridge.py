@@ -107,14 +107,20 @@ class Database:
         return receive
 
 
+async def _no_reset(_conn: asyncpg.Connection) -> None:
+    return None
+
+
 async def _create_pool(dsn: str, min_size: int, max_size: int) -> asyncpg.Pool:
     return await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
-        # The pool's reset query (RESET ALL, UNLISTEN, ...) runs on release: session settings
-        # a unit makes (the DHCP committer's plan_cache_mode) never leak to the next user.
+        # No reset query on release (it is a round trip per unit): units never change session
+        # state — settings are SET LOCAL inside a transaction, and Database.listen removes its
+        # own listener. asyncpg still rolls back a transaction left open.
+        reset=_no_reset,
         command_timeout=60,
     )
 

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""`make bench` for the outbox: commit → delivered latency and deliveries per second.
+
+A private PostgreSQL cluster (tests/support/postgres) gets a fresh, migrated database; the real
+appliance runs in this process with the outbox on; a real HTTPS receiver (tests/support/
+receiver.py: trio + h11, a trustme certificate the appliance trusts through outbox.ca_file)
+runs as a separate process and checks every signature. One webhook takes every topic.
+
+  latency     single lease events, each committed in its own transaction, paced so the queue
+              is idle: time from commit (the insert transaction returned) to the receiver
+              having read the whole request, and to the row being recorded `delivered`
+  throughput  a burst of lease events committed in one transaction: deliveries per second
+              until the last row is `delivered` (every one signed, every one verified)
+
+Targets (issue 5): p50 under 50 ms, at least 1,000 deliveries/s. Figures are printed and
+written to bench/results/outbox-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+import httpx  # noqa: E402
+import trio  # noqa: E402
+import trio_asyncio  # noqa: E402
+import trustme  # noqa: E402
+from tests.support import postgres  # noqa: E402
+
+from ipamd import runtime  # noqa: E402
+from ipamd.config import parse  # noqa: E402
+from ipamd.db.bridge import Database, run_once  # noqa: E402
+from ipamd.ipam import webhooks  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATABASE = "bench_outbox"
+SECRET_ENV = "IPAMD_BENCH_HOOK_SECRET"
+SECRET = "bench-hook-secret"
+P50_TARGET_MS = 50.0
+RATE_TARGET = 1000.0
+
+
+async def _create(conn: Any) -> None:
+    await conn.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+    await conn.execute(f"CREATE DATABASE {DATABASE} TEMPLATE {postgres.TEMPLATE}")
+
+
+def _lease(n: int) -> dict[str, Any]:
+    return {"lease_id": f"0192f000-0000-7000-8000-{n:012d}", "ip": f"10.77.{n // 250 % 256}."
+            f"{n % 250 + 1}", "subnet_id": "0192f000-0000-7000-8000-0000000000aa",
+            "hostname": f"host-{n}", "fqdn": None, "state": "active",
+            "mac": f"02:00:00:{n >> 16 & 255:02x}:{n >> 8 & 255:02x}:{n & 255:02x}"}
+
+
+async def _insert_one(conn: Any, payload: dict[str, Any]) -> Any:
+    return await conn.fetchval(
+        "INSERT INTO events (topic, payload) VALUES ('lease.granted', $1) RETURNING id", payload)
+
+
+async def _insert_many(conn: Any, payloads: list[dict[str, Any]]) -> list[Any]:
+    rows = await conn.fetch(
+        """INSERT INTO events (topic, payload)
+           SELECT 'lease.granted', p FROM unnest($1::jsonb[]) p RETURNING id""", payloads)
+    return [r["id"] for r in rows]
+
+
+async def _durations(conn: Any) -> list[float]:
+    rows = await conn.fetch("SELECT duration_ms FROM outbox_attempts")
+    return [r["duration_ms"] for r in rows]
+
+
+async def _delivered(conn: Any) -> int:
+    return await conn.fetchval("SELECT count(*) FROM outbox WHERE state = 'delivered'")
+
+
+async def _rows(conn: Any) -> list[Any]:
+    return await conn.fetch(
+        """SELECT o.id, o.event_id, o.state, o.attempts,
+                  extract(epoch FROM o.delivered_at)::float8 AS delivered_at
+           FROM outbox o WHERE o.topic = 'lease.granted'""")
+
+
+def _summary(values_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"n": len(ordered), "p50_ms": round(statistics.median(ordered), 2),
+            "p99_ms": round(pick(0.99), 2), "max_ms": round(ordered[-1], 2)}
+
+
+class ReceiverProcess:
+    """tests/support/receiver.py in its own process (its own core, like a real receiver)."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.receiver", "--cert", str(cert), "--key",
+             str(key), "--secret", SECRET],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )
+        line = self.process.stdout.readline() if self.process.stdout else ""
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"receiver did not start: {line!r}")
+        self.port = int(line.split()[1])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+async def _stats(port: int, context: ssl.SSLContext) -> dict[str, Any]:
+    async with httpx.AsyncClient(verify=context, timeout=30, trust_env=False) as client:
+        reply = await client.get(f"https://127.0.0.1:{port}/stats")
+        return reply.json()
+
+
+async def _wait_all(db: Any, total: int, timeout: float) -> float:
+    """Polls (rarely: the poll runs in the measured process) until `total` rows are
+    delivered; returns when the last one was recorded delivered."""
+    with trio.fail_after(timeout):
+        while await db.run(_delivered) < total:
+            await trio.sleep(0.25)
+    return await db.run(_last_delivered)
+
+
+async def _last_delivered(conn: Any) -> float:
+    return await conn.fetchval("SELECT extract(epoch FROM max(delivered_at))::float8 FROM outbox")
+
+
+async def _measure(dsn: str, args: argparse.Namespace, tls: dict[str, Any]) -> dict[str, Any]:
+    config = parse({
+        "state_dir": "/tmp/ipamd-bench-outbox",
+        "database": {"dsn": dsn, "pool_min": 2, "pool_max": 8},
+        "api": {"public_enabled": False, "loopback_listen": "127.0.0.1:0"},
+        "dhcp": {"enabled": False},
+        "outbox": {"enabled": True, "workers": args.workers, "ca_file": tls["ca_file"],
+                   "hosts_file": tls["hosts_file"], "poll_interval_seconds": 1.0},
+        "logging": {"access_log": False, "level": "WARNING"},
+    })
+    os.environ[SECRET_ENV] = SECRET
+    async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+        running = await nursery.start(
+            lambda task_status: runtime.run(config, handle_signals=False,
+                                            task_status=task_status))
+        # The appliance's pool lives on its own asyncio loop; the bench writes through its own.
+        db = await Database.connect(dsn, min_size=2, max_size=4)
+        try:
+            await db.transaction(webhooks.create, "bench", {
+                "name": "bench", "url": f"https://hook.test:{tls['port']}/hook",
+                "secret_ref": f"env:{SECRET_ENV}", "topics": ["*"]})
+            await _wait_all(db, 1, 30)  # the webhook's own ipam.audit event: warms the pool
+
+            # Latency: one event per transaction, paced so each finds an idle queue.
+            commits: dict[str, float] = {}
+            for n in range(args.latency_events):
+                event_id = await db.transaction(_insert_one, _lease(n))
+                commits[str(event_id)] = time.time()
+                await trio.sleep(args.pace_ms / 1000)
+            await _wait_all(db, 1 + args.latency_events, 60)
+            arrivals = (await _stats(tls["port"], tls["client"]))["at"]
+            rows = {str(r["event_id"]): r for r in await db.run(_rows)}
+            to_receiver = [(arrivals[str(rows[e]["id"])] - t) * 1000 for e, t in commits.items()]
+            to_recorded = [(rows[e]["delivered_at"] - t) * 1000 for e, t in commits.items()]
+
+            # Throughput: one burst, committed at once. The machine's load average says how
+            # much of its two cores other work took meanwhile.
+            load_before = round(os.getloadavg()[0], 2)
+            burst = [_lease(100_000 + n) for n in range(args.burst)]
+            started = time.time()
+            await db.transaction(_insert_many, burst)
+            committed = time.time()
+            cpu = time.process_time()
+            receiver_cpu = (await _stats(tls["port"], tls["client"]))["cpu_seconds"]
+            finished = await _wait_all(db, 1 + args.latency_events + args.burst, 300)
+            cpu = time.process_time() - cpu
+            stats = await _stats(tls["port"], tls["client"])
+            receiver_cpu = stats["cpu_seconds"] - receiver_cpu
+            signed_ok = stats["signature_failures"] == 0
+            counters = dict(running.state.counters.get("outbox", {}))
+            durations = _summary(await db.run(_durations))
+            return {
+                "latency": {"commit_to_receiver": _summary(to_receiver),
+                            "commit_to_delivered_row": _summary(to_recorded),
+                            "pace_ms": args.pace_ms},
+                "throughput": {"deliveries": args.burst,
+                               "commit_s": round(committed - started, 3),
+                               "drain_s": round(finished - committed, 3),
+                               "deliveries_per_s": round(args.burst / (finished - committed)),
+                               "appliance_cpu_us_per_delivery": round(cpu / args.burst * 1e6),
+                               "receiver_cpu_us_per_request": round(
+                                   receiver_cpu / args.burst * 1e6),
+                               "received": stats["count"], "signatures_ok": signed_ok},
+                "attempt_duration": durations,
+                "load_before": load_before,
+                "workers": args.workers,
+                "counters": counters,
+            }
+        finally:
+            await db.close()
+            running.stop.set()
+
+
+def _tls(tmp: Path) -> dict[str, Any]:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("hook.test", "127.0.0.1")
+    cert, key, ca_file = tmp / "cert.pem", tmp / "key.pem", tmp / "ca.pem"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(ca_file))
+    hosts = tmp / "hosts"
+    hosts.write_text("127.0.0.1 hook.test\n")
+    client = ssl.create_default_context(cafile=str(ca_file))
+    return {"cert": cert, "key": key, "ca_file": str(ca_file), "hosts_file": str(hosts),
+            "client": client}
+
+
+def _print(report: dict[str, Any]) -> None:
+    lat, thr = report["latency"], report["throughput"]
+    print(f"\noutbox bench — {report['workers']} workers, local HTTPS receiver process")
+    print(f"  {'commit → ...':<28}{'n':>6}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    for label, key in (("receiver has the request", "commit_to_receiver"),
+                       ("row recorded delivered", "commit_to_delivered_row")):
+        r = lat[key]
+        print(f"  {label:<28}{r['n']:>6}{r['p50_ms']:>9}{r['p99_ms']:>9}{r['max_ms']:>9}")
+    verdict = "ok" if lat["commit_to_receiver"]["p50_ms"] < P50_TARGET_MS else "OVER"
+    print(f"  p50 target {P50_TARGET_MS:.0f} ms: {verdict}")
+    rate_verdict = "ok" if thr["deliveries_per_s"] >= RATE_TARGET else "UNDER"
+    print(f"  burst of {thr['deliveries']:,}: drained in {thr['drain_s']} s = "
+          f"{thr['deliveries_per_s']:,} deliveries/s (target {RATE_TARGET:,.0f}: "
+          f"{rate_verdict}); receiver verified {thr['received']:,} requests")
+    print(f"  CPU per delivery: appliance {thr['appliance_cpu_us_per_delivery']} µs (claim, sign, "
+          f"HTTPS, record), receiver {thr['receiver_cpu_us_per_request']} µs; attempt p50 "
+          f"{report['attempt_duration']['p50_ms']} ms; load average before "
+          f"{report['load_before']}")
+    ceiling = 1e6 / max(thr["appliance_cpu_us_per_delivery"], 1)
+    print(f"  the appliance's own ceiling at that CPU cost: ~{ceiling:,.0f} deliveries/s per "
+          f"core (the measured rate also pays for the receiver and Postgres on this machine)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latency-events", type=int, default=300)
+    parser.add_argument("--pace-ms", type=float, default=20.0)
+    parser.add_argument("--burst", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="outbox.workers (default: the configuration's default)")
+    args = parser.parse_args()
+    if args.workers is None:
+        args.workers = parse({}).outbox.workers
+    print("starting a private PostgreSQL cluster and migrating ...", flush=True)
+    server = postgres.start()
+    receiver: ReceiverProcess | None = None
+    with tempfile.TemporaryDirectory(prefix="ipamd-bench-outbox-") as tmp:
+        try:
+            trio_asyncio.run(run_once, server.dsn("postgres"), _create)
+            tls = _tls(Path(tmp))
+            receiver = ReceiverProcess(tls["cert"], tls["key"])
+            tls["port"] = receiver.port
+            print("delivering ...", flush=True)
+            report = trio.run(_measure, server.dsn(DATABASE), args, tls)
+        finally:
+            if receiver is not None:
+                receiver.stop()
+            server.stop()
+    _print(report)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"outbox-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"  written to {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""/outbox: the Work view (Work → DNS, Work → Webhooks) and Replay.
+
+List and read: viewer and up. Replay (a failed row is delivered again): operator and up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from ipamd.api import paging
+from ipamd.api.errors import bad_request
+from ipamd.api.router import RequestContext, Router
+from ipamd.api.schemas import Page
+from ipamd.outbox import queue, topics
+
+router = Router("outbox")
+
+
+class OutboxQuery(paging.PageQuery):
+    kind: Literal["webhook", "dns"] | None = Field(default=None, description="webhook or dns")
+    state: Literal["pending", "retrying", "delivered", "failed"] | None = None
+    topic: str | None = Field(default=None, description="one topic, e.g. lease.granted")
+    webhook_id: uuid.UUID | None = None
+    from_: dt.datetime | None = Field(
+        default=None, alias="from", description="rows created at or after this time"
+    )
+    to: dt.datetime | None = Field(default=None, description="rows created before this time")
+
+    @field_validator("topic")
+    @classmethod
+    def _known_topic(cls, value: str | None) -> str | None:
+        if value is not None and value not in topics.KNOWN:
+            raise ValueError(f"unknown topic; known topics: {', '.join(topics.KNOWN)}")
+        return value
+
+
+class OutboxRow(BaseModel):
+    id: uuid.UUID = Field(description="also the X-Service-Delivery header of its requests")
+    kind: str
+    topic: str
+    event_id: uuid.UUID
+    webhook_id: uuid.UUID | None
+    target: str | None = Field(description="the DNS target (kind dns)")
+    state: str = Field(description="pending, retrying, delivered or failed")
+    attempts: int = Field(description="attempts so far (restarts at 0 on Replay)")
+    in_flight: bool = Field(description="a worker holds the row right now")
+    next_attempt_at: dt.datetime | None = Field(description="when it is tried next (queued)")
+    last_status: int | None = Field(description="the receiver's last HTTP status")
+    last_error: str | None
+    delivered_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class OutboxAttempt(BaseModel):
+    attempt: int
+    at: dt.datetime
+    duration_ms: float
+    status: int | None
+    error: str | None = Field(description="null when the attempt succeeded")
+    response: str | None = Field(description="the start of the receiver's reply")
+    node: str | None = Field(description="the appliance node that made the attempt")
+
+
+class OutboxDetail(OutboxRow):
+    payload: Any = Field(description="the event body: lease fields, or the audit entry")
+    history: list[OutboxAttempt] = Field(description="every attempt, oldest first")
+
+
+@router.route(
+    "GET", "/outbox", role="viewer", summary="Deliveries (webhook and DNS), newest first",
+    query=OutboxQuery, response=Page[OutboxRow], errors=(400, 401, 403),
+)
+async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
+    q: OutboxQuery = ctx.query
+    for name, value in (("from", q.from_), ("to", q.to)):
+        if value is not None and value.tzinfo is None:
+            raise bad_request(f"{name} must carry a time zone offset (or Z)")
+    limit = paging.limit_of(q, ctx.state.config.limits)
+    before = paging.after(q, [uuid.UUID])
+    filters = queue.Filters(
+        kind=q.kind, state=q.state, topic=q.topic, webhook_id=q.webhook_id,
+        created_from=q.from_, created_to=q.to,
+    )
+    rows = await ctx.run(queue.list_page, filters, before[0] if before else None, limit)
+    return paging.page(rows, limit, key=lambda r: [r["id"]])
+
+
+@router.route(
+    "GET", "/outbox/{outbox_id}", role="viewer",
+    summary="One delivery with its payload and attempt history",
+    response=OutboxDetail, errors=(401, 403, 404),
+)
+async def get_outbox(ctx: RequestContext, outbox_id: uuid.UUID) -> dict[str, Any]:
+    return await ctx.run(queue.get, outbox_id)
+
+
+@router.route(
+    "POST", "/outbox/{outbox_id}/replay", role="operator",
+    summary="Replay a failed delivery: it is queued again with a fresh attempt budget",
+    response=OutboxRow, errors=(401, 403, 404, 409),
+)
+async def replay_outbox(ctx: RequestContext, outbox_id: uuid.UUID) -> dict[str, Any]:
+    return await ctx.tx(queue.replay, ctx.actor, outbox_id)

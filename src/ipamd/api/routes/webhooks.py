@@ -1,0 +1,208 @@
+"""/webhooks: create, list, read, update, delete — admin only, reads included (spec §5:
+secret_ref reveals where the secret lives, so operator and viewer get 403)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+import trio
+from pydantic import BaseModel, Field, field_validator
+
+from ipamd.api import paging
+from ipamd.api.errors import invalid
+from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.schemas import Page
+from ipamd.ipam import webhooks
+from ipamd.outbox import secrets, topics
+from ipamd.outbox.urlguard import ResolveError, Resolver, UrlRefused, check_url
+
+router = Router("webhooks")
+
+# Resolving the host at create time is a courtesy (delivery checks again); never wait long.
+CREATE_RESOLVE_TIMEOUT_SECONDS = 3.0
+
+
+def _url(value: str) -> str:
+    try:
+        check_url(value)
+    except UrlRefused as error:
+        raise ValueError(str(error).removeprefix("url: ")) from None
+    return value
+
+
+def _secret_ref(value: str) -> str:
+    secrets.parse_ref(value)
+    return value
+
+
+def _topics(value: str) -> str:
+    return topics.render(topics.parse(value))
+
+
+def _name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+class WebhookCreate(Body):
+    name: str = Field(min_length=1, max_length=100, description="a label for people")
+    url: str = Field(
+        min_length=1, max_length=2048,
+        description="https URL of the receiver; plain http only for localhost",
+    )
+    secret_ref: str = Field(
+        description="env:<VARIABLE_NAME> or file:<absolute_path> (mode 0600); never the secret"
+    )
+    previous_secret_ref: str | None = Field(
+        default=None,
+        description="during a rotation, the old secret's reference: both signatures are sent",
+    )
+    topics: str = Field(
+        default="*", description="comma-separated topics (lease.granted, ..., ipam.audit) or *"
+    )
+    enabled: bool = Field(default=True, description="false: no new deliveries are queued")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        return None if value is None else _name(value)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+    @field_validator("secret_ref", "previous_secret_ref")
+    @classmethod
+    def _check_secret(cls, value: str | None) -> str | None:
+        return None if value is None else _secret_ref(value)
+
+    @field_validator("topics")
+    @classmethod
+    def _check_topics(cls, value: str | None) -> str | None:
+        return None if value is None else _topics(value)
+
+
+class WebhookUpdate(Body):
+    """Only the fields given change; previous_secret_ref: null ends a rotation."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    url: str | None = Field(default=None, min_length=1, max_length=2048)
+    secret_ref: str | None = None
+    previous_secret_ref: str | None = None
+    topics: str | None = None
+    enabled: bool | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        return None if value is None else _name(value)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+    @field_validator("secret_ref", "previous_secret_ref")
+    @classmethod
+    def _check_secret(cls, value: str | None) -> str | None:
+        return None if value is None else _secret_ref(value)
+
+    @field_validator("topics")
+    @classmethod
+    def _check_topics(cls, value: str | None) -> str | None:
+        return None if value is None else _topics(value)
+
+
+class WebhookOut(BaseModel):
+    id: uuid.UUID
+    name: str
+    url: str
+    secret_ref: str
+    previous_secret_ref: str | None
+    topics: str = Field(description="comma-separated topics, or *")
+    enabled: bool
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+async def _vet_host(ctx: RequestContext, url: str) -> None:
+    """A name that resolves to a forbidden address is refused now (and at every delivery)."""
+    target = check_url(url)
+    if target.literal is not None:
+        return
+    resolver = Resolver(ctx.state.config.outbox.hosts_file)
+    with trio.move_on_after(CREATE_RESOLVE_TIMEOUT_SECONDS):
+        try:
+            await resolver.vetted(target.host, target.port)
+        except UrlRefused as error:
+            raise invalid("url", str(error)) from None
+        except ResolveError:
+            pass  # the receiver's name may not exist yet; delivery resolves again
+
+
+@router.route(
+    "POST", "/webhooks", role="admin", summary="Create a webhook",
+    body=WebhookCreate, response=WebhookOut, status=201, idempotent=True,
+    errors=(401, 403, 409, 422),
+)
+async def create_webhook(ctx: RequestContext) -> Reply:
+    body: WebhookCreate = ctx.body
+    await _vet_host(ctx, body.url)
+    values = body.model_dump()
+    values["topics"] = topics.parse(body.topics)
+    return await ctx.create(webhooks.create, ctx.actor, values)
+
+
+@router.route(
+    "GET", "/webhooks", role="admin", summary="List webhooks",
+    query=paging.PageQuery, response=Page[WebhookOut], errors=(400, 401, 403),
+)
+async def list_webhooks(ctx: RequestContext) -> dict[str, Any]:
+    query: paging.PageQuery = ctx.query
+    limit = paging.limit_of(query, ctx.state.config.limits)
+    after = paging.after(query, [uuid.UUID])
+    rows = await ctx.run(webhooks.list_page, after[0] if after else None, limit)
+    return paging.page(rows, limit, key=lambda r: [r["id"]])
+
+
+@router.route(
+    "GET", "/webhooks/{webhook_id}", role="admin", summary="Read a webhook",
+    response=WebhookOut, errors=(401, 403, 404),
+)
+async def get_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, Any]:
+    return await ctx.run(webhooks.get, webhook_id)
+
+
+@router.route(
+    "PATCH", "/webhooks/{webhook_id}", role="admin", summary="Change a webhook",
+    body=WebhookUpdate, response=WebhookOut, errors=(401, 403, 404, 409, 422),
+)
+async def update_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, Any]:
+    body: WebhookUpdate = ctx.body
+    changes: dict[str, Any] = {}
+    for name in body.model_fields_set:
+        value = getattr(body, name)
+        if value is None and name != "previous_secret_ref":
+            raise invalid(name, "must not be null")
+        changes[name] = value
+    if "url" in changes:
+        await _vet_host(ctx, changes["url"])
+    if "topics" in changes:
+        changes["topics"] = topics.parse(changes["topics"])
+    return await ctx.tx(webhooks.update, ctx.actor, webhook_id, changes)
+
+
+@router.route(
+    "DELETE", "/webhooks/{webhook_id}", role="admin",
+    summary="Delete a webhook (its queued deliveries become failed; history stays)",
+    status=204, errors=(401, 403, 404),
+)
+async def delete_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> Reply:
+    await ctx.tx(webhooks.delete, ctx.actor, webhook_id)
+    return Reply(None, 204)

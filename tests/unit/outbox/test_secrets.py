@@ -1,0 +1,71 @@
+import os
+
+import pytest
+
+from ipamd.outbox.secrets import SecretError, parse_ref, resolve
+
+
+def test_env_reference(monkeypatch):
+    monkeypatch.setenv("IPAMD_T_SECRET", "s3cr3t")
+    assert resolve("env:IPAMD_T_SECRET") == b"s3cr3t"
+
+
+def test_missing_variable_names_the_variable_not_a_value(monkeypatch):
+    monkeypatch.delenv("IPAMD_T_ABSENT", raising=False)
+    with pytest.raises(SecretError, match="IPAMD_T_ABSENT is not set"):
+        resolve("env:IPAMD_T_ABSENT")
+
+
+def test_file_reference_0600_trailing_newline_dropped(tmp_path):
+    path = tmp_path / "hook.secret"
+    path.write_bytes(b"file-secret\n")
+    os.chmod(path, 0o600)
+    assert resolve(f"file:{path}") == b"file-secret"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
+def test_file_readable_by_others_is_refused(tmp_path, mode):
+    path = tmp_path / "hook.secret"
+    path.write_bytes(b"file-secret")
+    os.chmod(path, mode)
+    with pytest.raises(SecretError) as caught:
+        resolve(f"file:{path}")
+    assert f"mode {mode:04o}" in str(caught.value)
+    assert "0600" in str(caught.value)
+    assert "file-secret" not in str(caught.value)
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(SecretError, match="does not exist"):
+        resolve(f"file:{tmp_path}/nope")
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"\n")
+    os.chmod(empty, 0o600)
+    with pytest.raises(SecretError, match="is empty"):
+        resolve(f"file:{empty}")
+    with pytest.raises(SecretError, match="not a regular file"):
+        resolve(f"file:{tmp_path}")
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("s3cr3t", "env:<VARIABLE_NAME> or file:<absolute_path>"),
+        ("vault:x", "env:<VARIABLE_NAME>"),
+        ("env:", "variable name"),
+        ("env:1ABC", "variable name"),
+        ("env:A-B", "variable name"),
+        ("file:relative/path", "absolute path"),
+        ("file:/etc/../etc/shadow", "'..'"),
+        ("file:/tmp/a\nb", "control characters"),
+    ],
+)
+def test_bad_references(ref, message):
+    with pytest.raises(ValueError) as caught:
+        parse_ref(ref)
+    assert message in str(caught.value)
+
+
+def test_good_references():
+    assert str(parse_ref("env:HOOK_SECRET_1")) == "env:HOOK_SECRET_1"
+    assert parse_ref("file:/etc/ipamd/hook.secret").name == "/etc/ipamd/hook.secret"
