@@ -1,0 +1,402 @@
+"""Occupancy history: who held which address when, and a subnet's address map "As of" a moment.
+
+The DHCP server writes ``lease_events``; a trigger (migration 0005) folds them into
+``lease_intervals``, one row per occupancy. Everything here reads that table (and, for
+the map, the address plan plus its audit trail). Asyncio side: call through the bridge.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import ipaddress
+import json
+import socket
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import not_found
+
+# The identity parameters of GET /history, each with the condition it puts on
+# lease_intervals. $1 is the (normalised) value, $2 the optional giaddr.
+IDENTITY_SQL: dict[str, str] = {
+    "ip": "ip = $1::inet",
+    "mac": "mac = $1::macaddr",
+    "hostname": "(lower(hostname) = $1::text OR lower(rtrim(fqdn, '.')) = $1::text)",
+    "client_id": "client_id = $1::bytea",
+    "duid": "duid = $1::text",
+    "circuit": "circuit_id = $1::bytea",
+    "remote": "remote_id = $1::bytea",
+}
+IDENTITIES: tuple[str, ...] = tuple(IDENTITY_SQL)
+
+# An interval with no end event whose lease ran out anyway (the expiry sweeper has not run
+# yet, or the appliance was down) ended when it ran out.
+EFFECTIVE_TO = "coalesce(to_at, CASE WHEN expires_at < now() THEN expires_at END)"
+EFFECTIVE_STATE = (
+    "CASE WHEN to_at IS NULL AND expires_at < now() AND state = 'active' "
+    "THEN 'expired' ELSE state END"
+)
+
+_INTERVAL_COLUMNS = f"""
+    id, lease_id, subnet_id, host(ip) AS ip, mac::text AS mac, client_id, duid,
+    coalesce(hostname, fqdn) AS hostname, circuit_id, remote_id, host(giaddr) AS giaddr,
+    from_at, {EFFECTIVE_TO} AS to_at, {EFFECTIVE_STATE} AS state"""
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One GET /history question: an identity and a time window.
+
+    Intervals are [from, to): those begun at or before ``end`` and not ended by ``start``
+    overlap the window; ``start == end`` asks for one moment.
+    """
+
+    kind: str  # one of IDENTITIES
+    value: Any  # normalised: str for ip/mac/hostname/duid, bytes for the others
+    giaddr: str | None = None  # narrows circuit / remote: they are unique per relay only
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+
+def lookup_sql(lookup: Lookup, after: tuple[dt.datetime, int] | None, limit: int
+               ) -> tuple[str, list[Any]]:
+    """The page query for a lookup: fixed fragments only, values as parameters."""
+    if lookup.kind not in IDENTITY_SQL:
+        raise ValueError(f"unknown identity {lookup.kind!r}")
+    args: list[Any] = [lookup.value, lookup.giaddr]
+    where = [IDENTITY_SQL[lookup.kind], "($2::inet IS NULL OR giaddr = $2::inet)"]
+    if lookup.end is not None:
+        args.append(lookup.end)
+        where.append(f"from_at <= ${len(args)}")
+    if lookup.start is not None:
+        args.append(lookup.start)
+        where.append(f"({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > ${len(args)})")
+    if after is not None:
+        args += [after[0], after[1]]
+        where.append(f"(from_at, id) > (${len(args) - 1}, ${len(args)})")
+    args.append(limit + 1)
+    sql = (
+        f"SELECT {_INTERVAL_COLUMNS} FROM lease_intervals WHERE {' AND '.join(where)} "
+        f"ORDER BY from_at, id LIMIT ${len(args)}"
+    )
+    return sql, args
+
+
+async def intervals_page(
+    conn: asyncpg.Connection, lookup: Lookup, after: tuple[dt.datetime, int] | None, limit: int
+) -> list[asyncpg.Record]:
+    """limit+1 intervals in time order after the cursor (the extra one says there is more)."""
+    sql, args = lookup_sql(lookup, after, limit)
+    return await conn.fetch(sql, *args)
+
+
+def colon_hex(value: bytes | None) -> str | None:
+    """Bytes identities as lowercase colon-separated hex (01:aa:bb), like a MAC."""
+    return None if value is None else bytes(value).hex(":")
+
+
+def duid_text(value: str | None) -> str | None:
+    """Stored DUIDs are plain lowercase hex; shown colon-separated when they are whole octets."""
+    if value is None:
+        return None
+    try:
+        return bytes.fromhex(value).hex(":")
+    except ValueError:
+        return value
+
+
+# --- the "As of" address map -------------------------------------------------------------
+
+# Address states, lowest precedence first: where two apply to one address the later wins.
+RANGE_STATES = ("free", "pool", "excluded")
+ADDRESS_STATES = ("assigned", "reserved", "declined", "leased")
+STATES = RANGE_STATES + ADDRESS_STATES
+# A per-address entry is a JSON array in this column order. A /16 can hold tens of thousands
+# of leases, so Postgres renders them (lease_intervals.map_head is the entry less its state)
+# and hands over one text; Python never touches them one by one.
+ADDRESS_COLUMNS = ("ip", "mac", "hostname", "state")
+
+
+@dataclass
+class AddressMap:
+    subnet_id: uuid.UUID
+    network: ipaddress.IPv4Network
+    at: dt.datetime
+    ranges: list[tuple[int, int, str]]  # first, last (inclusive), state
+    addresses: str  # JSON arrays (ADDRESS_COLUMNS) joined by commas, in no particular order
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PlanVersion:
+    """An audit entry of a plan object: pool, exclude, reservation or assignment."""
+
+    object_type: str
+    object_id: str
+    at: dt.datetime
+    action: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+def plan_at(
+    current: Iterable[tuple[str, dict[str, Any]]],
+    changes: Iterable[PlanVersion],
+    at: dt.datetime,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The plan objects (type, fields) that existed at ``at``.
+
+    ``changes`` holds, per object, its first audit entry after ``at``: the object then was
+    that entry's ``before`` (absent if the entry is its creation). An object unchanged since
+    is as it is now (``current``), if it was created by then. So a deleted object is known
+    while its deletion is in the audit trail; a change whose entry is past retention is not.
+    """
+    found: list[tuple[str, dict[str, Any]]] = []
+    changed: set[tuple[str, str]] = set()
+    for change in changes:
+        changed.add((change.object_type, change.object_id))
+        fields = None if change.action == "create" else change.before
+        if fields is not None and _created_by(fields, at):
+            found.append((change.object_type, fields))
+    for kind, fields in current:
+        if (kind, str(fields["id"])) not in changed and _created_by(fields, at):
+            found.append((kind, fields))
+    return found
+
+
+def _created_by(fields: dict[str, Any], at: dt.datetime) -> bool:
+    created = fields.get("created_at")
+    if created is None:
+        return True
+    if isinstance(created, str):
+        try:
+            created = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+        except ValueError:
+            return True
+    return bool(created <= at)
+
+
+def _ip_int(value: Any) -> int | None:
+    """A dotted quad (audit JSON or host()) as an int; None when it is not one."""
+    if not isinstance(value, str) or value.count(".") != 3:
+        return None
+    try:  # inet_aton is C: the plan of a /16 holds hundreds of addresses
+        return int.from_bytes(socket.inet_aton(value.split("/")[0]), "big")
+    except OSError:
+        return None
+
+
+def base_ranges(
+    first: int, last: int, spans: Iterable[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
+    """Run-length ranges covering first..last from overlapping spans (later states win)."""
+    rank = {state: i for i, state in enumerate(RANGE_STATES)}
+    cuts: dict[int, list[tuple[int, int]]] = {}  # position -> [(rank, +1/-1)]
+    for start, end, state in spans:
+        start, end = max(start, first), min(end, last)
+        if start > end:
+            continue
+        cuts.setdefault(start, []).append((rank[state], 1))
+        cuts.setdefault(end + 1, []).append((rank[state], -1))
+    depth = [0] * len(RANGE_STATES)
+    ranges: list[tuple[int, int, str]] = []
+    position = first
+    for cut in sorted(cuts):
+        if cut > position:
+            _append(ranges, position, min(cut - 1, last), _top(depth))
+            position = cut
+        for index, delta in cuts[cut]:
+            depth[index] += delta
+        if position > last:
+            break
+    if position <= last:
+        _append(ranges, position, last, _top(depth))
+    return ranges
+
+
+def _top(depth: list[int]) -> str:
+    for index in range(len(depth) - 1, 0, -1):
+        if depth[index] > 0:
+            return RANGE_STATES[index]
+    return "free"
+
+
+def _append(ranges: list[tuple[int, int, str]], start: int, end: int, state: str) -> None:
+    if ranges and ranges[-1][2] == state and ranges[-1][1] + 1 == start:
+        ranges[-1] = (ranges[-1][0], end, state)
+    else:
+        ranges.append((start, end, state))
+
+
+def entry_json(ip: str, mac: str | None, hostname: str | None, state: str) -> str:
+    return json.dumps([ip, mac, hostname, state], separators=(",", ":"), ensure_ascii=False)
+
+
+def plan_layers(
+    network: ipaddress.IPv4Network, plan: Iterable[tuple[str, dict[str, Any]]]
+) -> tuple[list[tuple[int, int, str]], dict[int, tuple[str, str]]]:
+    """The plan's run-length ranges over the subnet, and its per-address entries by offset."""
+    first, last = int(network.network_address), int(network.broadcast_address)
+    spans: list[tuple[int, int, str]] = []
+    points: dict[int, tuple[str, str]] = {}
+    for kind, fields in plan:
+        if kind in ("pool", "exclude"):
+            start, end = _ip_int(fields.get("start_ip")), _ip_int(fields.get("end_ip"))
+            if start is not None and end is not None:
+                spans.append((start, end, "pool" if kind == "pool" else "excluded"))
+            continue
+        ip = _ip_int(fields.get("ip"))
+        state = "reserved" if kind == "reservation" else "assigned"
+        if ip is None or not first <= ip <= last:
+            continue
+        held = points.get(ip - first)
+        if held is None or ADDRESS_STATES.index(state) > ADDRESS_STATES.index(held[0]):
+            points[ip - first] = (state, entry_json(
+                str(ipaddress.IPv4Address(ip)), fields.get("mac"), fields.get("hostname"), state))
+    return base_ranges(first, last, spans), points
+
+
+def count_states(
+    ranges: Sequence[tuple[int, int, str]],
+    first: int,
+    held: Sequence[int],
+    declined: int,
+    planned: Iterable[tuple[int, str]],
+) -> dict[str, int]:
+    """Addresses per state. ``held``: sorted offsets of the leased or declined addresses
+    (``declined`` of them declined); ``planned``: (offset, state) of the plan's entries that
+    no lease overrides."""
+    counts = dict.fromkeys(STATES, 0)
+    for start, end, state in ranges:
+        inside = bisect.bisect_right(held, end - first) - bisect.bisect_left(held, start - first)
+        counts[state] += end - start + 1 - inside
+    counts["declined"] = declined
+    counts["leased"] = len(held) - declined
+    starts = [start - first for start, _, _ in ranges]
+    for offset, state in planned:
+        counts[ranges[bisect.bisect_right(starts, offset) - 1][2]] -= 1
+        counts[state] += 1
+    return counts
+
+
+# One moment's leases and the plan's entries no lease overrides, in one pass: the entries as
+# one text (unordered: sorting 65,536 of them would cost as much as finding them), the
+# leases' offsets (n, from the subnet's first address) and how many are declined.
+_MAP_SQL = f"""
+WITH held AS (
+    SELECT ip - $3::inet AS n, map_head,
+           CASE WHEN declined_at <= $2 THEN 'declined' ELSE 'leased' END AS state
+      FROM lease_intervals
+     WHERE subnet_id = $1 AND tstzrange(from_at, to_at, '[)') @> $2::timestamptz
+       AND ip << $3::cidr
+       AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2)
+), planned AS (
+    -- A few plan entries: probing each address beats hashing every held one.
+    SELECT n, entry FROM unnest($4::int8[], $5::text[]) AS p(n, entry)
+     WHERE NOT EXISTS (
+         SELECT 1 FROM lease_intervals
+          WHERE ip = set_masklen($3::inet + n, 32) AND subnet_id = $1 AND from_at <= $2
+            AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2))
+), entries AS (
+    SELECT n, map_head || state || '"]' AS entry, state FROM held
+    UNION ALL
+    SELECT n, entry, NULL FROM planned
+)
+SELECT string_agg(entry, ',') AS rows,
+       array_agg(n) FILTER (WHERE state IS NOT NULL) AS held,
+       count(*) FILTER (WHERE state = 'declined') AS declined,
+       array_agg(n) FILTER (WHERE state IS NULL) AS planned
+  FROM entries
+"""
+
+# The plan as it is now, one query for the four kinds (fields as the audit trail names them).
+_PLAN_CURRENT = """
+    SELECT 'pool' AS kind, id, host(start_ip) AS start_ip, host(end_ip) AS end_ip,
+           NULL AS ip, NULL AS mac, NULL AS hostname, created_at
+      FROM pools WHERE subnet_id = $1
+    UNION ALL
+    SELECT 'exclude', id, host(start_ip), host(end_ip), NULL, NULL, NULL, created_at
+      FROM excludes WHERE subnet_id = $1
+    UNION ALL
+    SELECT 'reservation', id, NULL, NULL, host(ip), mac::text, hostname, created_at
+      FROM reservations WHERE subnet_id = $1
+    UNION ALL
+    SELECT 'assignment', id, NULL, NULL, host(ip), NULL, hostname, created_at
+      FROM assignments WHERE subnet_id = $1"""
+
+# The expression matches the partial index audit_log_plan_subnet (migration 0005).
+# Each plan object's first change after the moment (none for a map of now).
+_PLAN_CHANGES = """
+    SELECT DISTINCT ON (object_type, object_id) object_type, object_id, at, action, before
+      FROM audit_log
+     WHERE object_type IN ('pool', 'exclude', 'reservation', 'assignment')
+       AND coalesce(after ->> 'subnet_id', before ->> 'subnet_id') = $1 AND at > $2
+     ORDER BY object_type, object_id, at, id"""
+
+
+async def _plan(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
+                ) -> list[tuple[str, dict[str, Any]]]:
+    current = [(row["kind"], dict(row)) for row in await conn.fetch(_PLAN_CURRENT, subnet_id)]
+    changes = [
+        PlanVersion(r["object_type"], r["object_id"] or "", r["at"], r["action"], r["before"],
+                    None)
+        for r in await conn.fetch(_PLAN_CHANGES, str(subnet_id), at)
+    ]
+    return plan_at(current, changes, at)
+
+
+async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
+                      ) -> AddressMap:
+    """The subnet's addresses as they stood at ``at``, from one consistent snapshot."""
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        # A busy moment matches a large share of the table: the planner would scan it all,
+        # in parallel; the GiST index reads only the moment's rows.
+        await conn.execute("SET LOCAL enable_seqscan = off; "
+                           "SET LOCAL max_parallel_workers_per_gather = 0")
+        cidr = await conn.fetchval("SELECT cidr FROM subnets WHERE id = $1", subnet_id)
+        if cidr is None:
+            raise not_found("subnet", str(subnet_id))
+        network = ipaddress.IPv4Network(cidr)
+        first = int(network.network_address)
+        ranges, points = plan_layers(network, await _plan(conn, subnet_id, at))
+        offsets = sorted(points)
+        row = await conn.fetchrow(
+            _MAP_SQL, subnet_id, at, network, offsets, [points[n][1] for n in offsets])
+    planned = [(n, points[n][0]) for n in row["planned"] or ()]
+    counts = count_states(ranges, first, sorted(row["held"] or ()), row["declined"], planned)
+    return AddressMap(subnet_id=subnet_id, network=network, at=at, ranges=ranges,
+                      addresses=row["rows"] or "", counts=counts)
+
+
+# --- retention ---------------------------------------------------------------------------
+
+async def purge(
+    conn: asyncpg.Connection, retention_days: int, now: dt.datetime | None = None,
+    batch: int = 10_000,
+) -> tuple[int, int]:
+    """Delete intervals that ended, and events that happened, before the retention cut-off.
+
+    Open intervals are kept whatever their age (they are still true). Batches keep each
+    lock short; returns (intervals, events) deleted.
+    """
+    moment = now or dt.datetime.now(dt.UTC)
+    cutoff = moment - dt.timedelta(days=retention_days)
+    totals = [0, 0]
+    statements = (
+        """DELETE FROM lease_intervals WHERE id IN (
+               SELECT id FROM lease_intervals WHERE to_at < $1 LIMIT $2)""",
+        """DELETE FROM lease_events WHERE id IN (
+               SELECT id FROM lease_events WHERE at < $1 LIMIT $2)""",
+    )
+    for index, sql in enumerate(statements):
+        while True:
+            count = int((await conn.execute(sql, cutoff, batch)).split()[-1])
+            totals[index] += count
+            if count < batch:
+                break
+    return totals[0], totals[1]
