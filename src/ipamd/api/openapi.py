@@ -53,6 +53,10 @@ def _schema_of(annotation: Any, names: dict[Any, str]) -> dict[str, Any]:
     return schema
 
 
+def _error_content() -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}}
+
+
 def _content_schema(content_type: str, schema: dict[str, Any]) -> dict[str, Any]:
     # Only JSON bodies follow the response model; CSV and other text is a string.
     return schema if content_type == "application/json" else {"type": "string"}
@@ -128,11 +132,11 @@ def build(routes: list[Any], prefix: str) -> dict[str, Any]:
         for status in sorted(statuses):
             operation["responses"][str(status)] = {
                 "description": _ERROR_TEXT.get(status, CODES.get(status, "error")),
-                "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+                "content": _error_content(),
             }
         operation["responses"]["default"] = {
             "description": "Unexpected error",
-            "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+            "content": _error_content(),
         }
         paths.setdefault(prefix + route.path, {})[route.method.lower()] = operation
     return {

@@ -1,0 +1,123 @@
+"""Client classes: match a client by vendor class, user class or MAC prefix; pools refer to them."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import conflict, invalid
+from ipamd.ipam import audit, validate
+from ipamd.ipam.dberrors import guarded
+from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
+
+COLUMNS = "id, tenant_id, name, match, value, description, created_at, updated_at"
+UPDATABLE = ("name", "match", "value", "description")
+MATCH_KINDS = ("vendor_class", "user_class", "mac_prefix")
+
+
+def public(row: asyncpg.Record) -> dict[str, Any]:
+    return {name: row[name] for name in
+            ("id", "tenant_id", "name", "match", "value", "description", "created_at",
+             "updated_at")}
+
+
+def match_value(match: str, value: str) -> str:
+    """The canonical value for the match kind; 422 naming value."""
+    if match == "mac_prefix":
+        try:
+            return validate.mac_prefix(value)
+        except ValueError as error:
+            raise invalid("value", str(error)) from None
+    if not value or len(value.encode()) > 255:
+        raise invalid("value", f"a {match} is 1 to 255 octets")
+    return value
+
+
+async def _duplicate(conn: asyncpg.Connection, tenant_id: uuid.UUID, name: str,
+                     own: uuid.UUID | None) -> None:
+    other = await conn.fetchval(
+        """SELECT id FROM client_classes
+           WHERE tenant_id = $1 AND name = $2 AND id IS DISTINCT FROM $3""",
+        tenant_id, name, own,
+    )
+    if other is not None:
+        raise conflict(f"name: this tenant already has the client class {name!r} (id {other})")
+
+
+@guarded
+async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
+    tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
+    value = match_value(fields["match"], fields["value"])
+    await _duplicate(conn, tenant_id, fields["name"], None)
+    row = await conn.fetchrow(
+        f"""INSERT INTO client_classes (tenant_id, name, match, value, description)
+            VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}""",
+        tenant_id, fields["name"], fields["match"], value, fields.get("description") or "",
+    )
+    out = public(row)
+    await audit.record(conn, actor, "create", "client_class", row["id"], None, out)
+    return out
+
+
+async def get(conn: asyncpg.Connection, class_id: uuid.UUID) -> dict[str, Any]:
+    return public(await one(conn, f"SELECT {COLUMNS} FROM client_classes WHERE id = $1",
+                            class_id, "client class"))
+
+
+async def list_page(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID | None, match: str | None,
+    after: uuid.UUID | None, limit: int,
+) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        f"""SELECT {COLUMNS} FROM client_classes
+            WHERE ($1::uuid IS NULL OR id > $1) AND ($2::uuid IS NULL OR tenant_id = $2)
+              AND ($3::text IS NULL OR match = $3)
+            ORDER BY id LIMIT $4""",
+        after, tenant_id, match, limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+@guarded
+async def update(
+    conn: asyncpg.Connection, actor: str, class_id: uuid.UUID, changes: dict[str, Any]
+) -> dict[str, Any]:
+    current = await one(
+        conn, f"SELECT {COLUMNS} FROM client_classes WHERE id = $1 FOR UPDATE", class_id,
+        "client class",
+    )
+    before = public(current)
+    if not changes:
+        return before
+    merged = {name: current[name] for name in UPDATABLE} | changes
+    changes = dict(changes)
+    if "match" in changes or "value" in changes:
+        changes["value"] = match_value(merged["match"], merged["value"])
+    if "name" in changes:
+        await _duplicate(conn, current["tenant_id"], changes["name"], class_id)
+    clause, values = set_clause(changes, UPDATABLE)
+    row = await conn.fetchrow(
+        f"UPDATE client_classes SET {clause} WHERE id = $1 RETURNING {COLUMNS}", class_id,
+        *values,
+    )
+    after = public(row)
+    await audit.record(conn, actor, "update", "client_class", class_id, before, after)
+    return after
+
+
+@guarded
+async def delete(conn: asyncpg.Connection, actor: str, class_id: uuid.UUID) -> None:
+    before = public(await one(
+        conn, f"SELECT {COLUMNS} FROM client_classes WHERE id = $1 FOR UPDATE", class_id,
+        "client class",
+    ))
+    used = await conn.fetchval("SELECT count(*) FROM pools WHERE class_id = $1", class_id)
+    if used:
+        raise conflict(
+            f"client class {before['name']!r} is used by {plural(used, 'pool')}; "
+            "detach it first (PATCH the pools' class_id to null)"
+        )
+    await conn.execute("DELETE FROM client_classes WHERE id = $1", class_id)
+    await audit.record(conn, actor, "delete", "client_class", class_id, before, None)

@@ -1,0 +1,81 @@
+"""Database refusals as API errors: a constraint the database enforces is never a 500.
+
+The domain code checks every rule first for a precise message; the constraints are
+the final judge under concurrency, and ``guarded`` turns their errors into 409/422.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+import asyncpg
+
+from ipamd.api.errors import ApiError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# constraint name -> (status, message); messages name the field.
+CONSTRAINTS: dict[str, tuple[int, str]] = {
+    "tenants_name": (409, "name: a tenant with this name already exists"),
+    "prefixes_tenant_cidr": (409, "cidr: this tenant already has this prefix"),
+    "client_classes_tenant_name": (409, "name: this tenant already has a client class so named"),
+    "subnets_no_overlap": (409, "cidr: overlaps another subnet of the same tenant"),
+    "subnets_ipv4": (422, "cidr: must be an IPv4 network"),
+    "pools_no_overlap": (409, "start_ip/end_ip: the range overlaps another pool of the subnet"),
+    "excludes_no_overlap": (
+        409, "start_ip/end_ip: the range overlaps another exclude of the subnet"
+    ),
+    "reservations_subnet_ip": (409, "ip: the subnet already has a reservation for this address"),
+    "reservations_subnet_mac": (409, "mac: the subnet already has a reservation for this MAC"),
+    "reservations_subnet_duid": (409, "duid: the subnet already has a reservation for this DUID"),
+    "reservations_identity": (422, "mac/duid: a reservation needs a mac or a duid"),
+    "assignments_subnet_ip": (409, "ip: the subnet already has an assignment for this address"),
+    "dhcp_options_unique": (
+        409, "code: the subnet already has this option (for this vendor_class)"
+    ),
+    "leases_live_ip": (409, "ip: the address is leased"),
+}
+
+
+def translate(error: asyncpg.PostgresError) -> ApiError:
+    name = getattr(error, "constraint_name", None) or ""
+    if name in CONSTRAINTS:
+        status, message = CONSTRAINTS[name]
+        return ApiError(status, message)
+    if isinstance(error, asyncpg.ForeignKeyViolationError):
+        table = getattr(error, "table_name", None) or "object"
+        return ApiError(409, f"{table}: still referenced by, or refers to, a missing object "
+                             f"({name or 'foreign key'})", "conflict")
+    if isinstance(error, asyncpg.UniqueViolationError | asyncpg.ExclusionViolationError):
+        return ApiError(409, f"conflicts with an existing object ({name or 'unique'})")
+    if isinstance(error, asyncpg.CheckViolationError | asyncpg.NotNullViolationError):
+        column = getattr(error, "column_name", None) or name or "value"
+        return ApiError(422, f"{column}: not accepted by the database rule {name or column}")
+    if isinstance(error, asyncpg.TransactionRollbackError):
+        return ApiError(409, "a concurrent change got in the way; retry the request")
+    return ApiError(422, "a value is out of the range the database accepts")
+
+
+def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Wrap a unit of database work so constraint and data errors become API errors."""
+
+    @functools.wraps(fn)
+    async def unit(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except (
+            asyncpg.IntegrityConstraintViolationError,
+            asyncpg.DataError,
+            asyncpg.TransactionRollbackError,
+        ) as error:
+            raise translate(error) from None
+
+    return unit
+
+
+def affected(status: str) -> int:
+    """The row count of an asyncpg command status such as 'DELETE 1'."""
+    return int(status.split()[-1])

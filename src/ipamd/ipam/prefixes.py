@@ -1,0 +1,137 @@
+"""Prefixes: the plan. They may nest; a tenant holds each CIDR once; subnets live inside them."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import conflict
+from ipamd.ipam import audit
+from ipamd.ipam.dberrors import guarded
+from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
+
+COLUMNS = "id, tenant_id, cidr, description, created_at, updated_at"
+UPDATABLE = ("cidr", "description")
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def public(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "tenant_id": row["tenant_id"],
+        "cidr": str(row["cidr"]),
+        "family": row["cidr"].version,
+        "description": row["description"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+@dataclass(frozen=True)
+class Filters:
+    tenant_id: uuid.UUID | None = None
+    cidr: Network | None = None
+    contains: Network | None = None
+    within: Network | None = None
+
+
+async def _duplicate(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, cidr: Network, own: uuid.UUID | None
+) -> None:
+    other = await conn.fetchval(
+        "SELECT id FROM prefixes WHERE tenant_id = $1 AND cidr = $2 AND id IS DISTINCT FROM $3",
+        tenant_id, cidr, own,
+    )
+    if other is not None:
+        raise conflict(f"cidr: this tenant already has the prefix {cidr} (id {other})")
+
+
+@guarded
+async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
+    tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
+    cidr = fields["cidr"]
+    await _duplicate(conn, tenant_id, cidr, None)
+    row = await conn.fetchrow(
+        f"""INSERT INTO prefixes (tenant_id, cidr, description) VALUES ($1, $2, $3)
+            RETURNING {COLUMNS}""",
+        tenant_id, cidr, fields.get("description") or "",
+    )
+    out = public(row)
+    await audit.record(conn, actor, "create", "prefix", row["id"], None, out)
+    return out
+
+
+async def get(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, Any]:
+    return public(await one(conn, f"SELECT {COLUMNS} FROM prefixes WHERE id = $1", prefix_id,
+                            "prefix"))
+
+
+async def list_page(
+    conn: asyncpg.Connection, f: Filters, after: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        f"""SELECT {COLUMNS} FROM prefixes
+            WHERE ($1::uuid IS NULL OR id > $1)
+              AND ($2::uuid IS NULL OR tenant_id = $2)
+              AND ($3::cidr IS NULL OR cidr = $3)
+              AND ($4::cidr IS NULL OR cidr >>= $4)
+              AND ($5::cidr IS NULL OR cidr <<= $5)
+            ORDER BY id LIMIT $6""",
+        after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+@guarded
+async def update(
+    conn: asyncpg.Connection, actor: str, prefix_id: uuid.UUID, changes: dict[str, Any]
+) -> dict[str, Any]:
+    current = await one(
+        conn, f"SELECT {COLUMNS} FROM prefixes WHERE id = $1 FOR UPDATE", prefix_id, "prefix"
+    )
+    before = public(current)
+    if not changes:
+        return before
+    cidr = changes.get("cidr", current["cidr"])
+    if "cidr" in changes and cidr != current["cidr"]:
+        await _duplicate(conn, current["tenant_id"], cidr, prefix_id)
+        outside = await conn.fetch(
+            "SELECT cidr FROM subnets WHERE prefix_id = $1 AND NOT cidr <<= $2 ORDER BY cidr"
+            " LIMIT 5",
+            prefix_id, cidr,
+        )
+        if outside:
+            listed = ", ".join(str(r["cidr"]) for r in outside)
+            raise conflict(f"cidr: the subnets {listed} would no longer be inside {cidr}")
+    clause, values = set_clause(changes, UPDATABLE)
+    row = await conn.fetchrow(
+        f"UPDATE prefixes SET {clause} WHERE id = $1 RETURNING {COLUMNS}", prefix_id, *values
+    )
+    after = public(row)
+    await audit.record(conn, actor, "update", "prefix", prefix_id, before, after)
+    return after
+
+
+@guarded
+async def delete(conn: asyncpg.Connection, actor: str, prefix_id: uuid.UUID) -> None:
+    before = public(await one(
+        conn, f"SELECT {COLUMNS} FROM prefixes WHERE id = $1 FOR UPDATE", prefix_id, "prefix"
+    ))
+    subnets = await conn.fetch(
+        "SELECT cidr, count(*) OVER () AS n FROM subnets WHERE prefix_id = $1 ORDER BY cidr"
+        " LIMIT 5",
+        prefix_id,
+    )
+    if subnets:
+        listed = ", ".join(str(r["cidr"]) for r in subnets)
+        more = " …" if subnets[0]["n"] > len(subnets) else ""
+        raise conflict(
+            f"prefix {before['cidr']} still has {plural(subnets[0]['n'], 'subnet')} "
+            f"({listed}{more}); delete them first"
+        )
+    await conn.execute("DELETE FROM prefixes WHERE id = $1", prefix_id)
+    await audit.record(conn, actor, "delete", "prefix", prefix_id, before, None)

@@ -1,0 +1,193 @@
+"""Reservations: a fixed address for a DHCP client known by MAC or DUID (spec §2 rules 1-4)."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import conflict, invalid
+from ipamd.ipam import audit, license, nextfree, occupancy, subnets, validate
+from ipamd.ipam.dberrors import guarded
+from ipamd.ipam.rows import one, set_clause, tenant_for_create
+
+COLUMNS = (
+    "r.id, r.subnet_id, s.tenant_id, r.ip, r.mac::text AS mac, r.duid, r.client_id, r.hostname, "
+    "r.created_at, r.updated_at"
+)
+FROM = "reservations r JOIN subnets s ON s.id = r.subnet_id"
+UPDATABLE = ("ip", "mac", "duid", "client_id", "hostname")
+
+
+def public(row: asyncpg.Record) -> dict[str, Any]:
+    client_id = row["client_id"]
+    return {
+        "id": row["id"],
+        "subnet_id": row["subnet_id"],
+        "tenant_id": row["tenant_id"],
+        "ip": str(row["ip"]),
+        "mac": row["mac"],
+        "duid": row["duid"],
+        "client_id": None if client_id is None else validate.colon_hex(bytes(client_id)),
+        "hostname": row["hostname"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+async def _fetch(conn: asyncpg.Connection, reservation_id: uuid.UUID) -> asyncpg.Record:
+    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1", reservation_id,
+                     "reservation")
+
+
+def _same_client(held: tuple[str | None, str | None], mac: str | None,
+                 duid: str | None) -> bool:
+    """Whether a lease's (mac, duid) is this reservation's client (DUIDs in any hex form)."""
+    held_mac, held_duid = held
+    if mac is not None and held_mac == mac:
+        return True
+    if duid is None or held_duid is None:
+        return False
+    return held_duid.replace(":", "").lower() == duid.replace(":", "")
+
+
+async def _check(
+    conn: asyncpg.Connection, subnet: asyncpg.Record, r: dict[str, Any], own: uuid.UUID | None
+) -> None:
+    """Every rule of the resulting reservation, against the subnet and its other objects."""
+    if r["mac"] is None and r["duid"] is None:
+        raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
+    ip: ipaddress.IPv4Address = r["ip"]
+    reason = validate.host_in(subnet["cidr"], ip)
+    if reason:
+        raise invalid("ip", reason)
+    if ip == subnet["gateway"]:
+        raise conflict(f"ip: {ip} is the subnet's gateway")
+    for occupant in await occupancy.occupants(conn, subnet["id"], ip, skip_reservation=own):
+        if occupant.kind == "pool":
+            continue  # a reservation inside a pool is fine: the server skips it for others
+        if occupant.kind == "lease":
+            held = await occupancy.lease_identity(conn, subnet["id"], ip)
+            if held is not None and _same_client(held, r["mac"], r["duid"]):
+                continue  # the client that holds the lease is the one being reserved
+        raise conflict(f"ip: {ip} is taken by {occupant.describe()}")
+    for column, value in (("mac", r["mac"]), ("duid", r["duid"]), ("client_id", r["client_id"])):
+        if value is None:
+            continue
+        other = await conn.fetchrow(
+            f"""SELECT id, ip FROM reservations
+                WHERE subnet_id = $1 AND {column} = $2 AND id IS DISTINCT FROM $3""",
+            subnet["id"], value, own,
+        )
+        if other is not None:
+            shown = validate.colon_hex(value) if isinstance(value, bytes) else value
+            raise conflict(
+                f"{column}: {shown} already has the reservation {other['id']} "
+                f"({other['ip']}) in this subnet"
+            )
+
+
+@guarded
+async def create(
+    conn: asyncpg.Connection,
+    actor: str,
+    grant: license.Entitlement,
+    subnet_id: uuid.UUID,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    await license.lock(conn)
+    subnet = await subnets.lock(conn, subnet_id)
+    await tenant_for_create(conn, fields.get("tenant_id"), subnet["tenant_id"])
+    r = {name: fields.get(name) for name in UPDATABLE}
+    if r["ip"] is None:
+        if r["mac"] is None and r["duid"] is None:
+            raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
+        r["ip"] = await nextfree.lowest_free(conn, subnet_id, subnet["cidr"], subnet["gateway"])
+        if r["ip"] is None:
+            raise conflict(
+                f"ip: the subnet {subnet['cidr']} has no free address outside its pools and "
+                "excludes; give an ip"
+            )
+    await _check(conn, subnet, r, None)
+    await license.check_room(conn, grant)
+    new_id = await conn.fetchval(
+        """INSERT INTO reservations (subnet_id, ip, mac, duid, client_id, hostname)
+           VALUES ($1, $2, $3::macaddr, $4, $5, $6) RETURNING id""",
+        subnet_id, r["ip"], r["mac"], r["duid"], r["client_id"], r["hostname"],
+    )
+    out = public(await _fetch(conn, new_id))
+    await audit.record(conn, actor, "create", "reservation", new_id, None, out)
+    return out
+
+
+async def get(conn: asyncpg.Connection, reservation_id: uuid.UUID) -> dict[str, Any]:
+    return public(await _fetch(conn, reservation_id))
+
+
+@dataclass(frozen=True)
+class Filters:
+    ip: ipaddress.IPv4Address | None = None
+    mac: str | None = None
+    duid: str | None = None
+    hostname: str | None = None
+
+
+async def list_page(
+    conn: asyncpg.Connection, subnet_id: uuid.UUID, f: Filters, after: uuid.UUID | None,
+    limit: int,
+) -> list[dict[str, Any]] | None:
+    """None when the subnet does not exist (404), else the page."""
+    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM subnets WHERE id = $1)", subnet_id):
+        return None
+    rows = await conn.fetch(
+        f"""SELECT {COLUMNS} FROM {FROM}
+            WHERE r.subnet_id = $1 AND ($2::uuid IS NULL OR r.id > $2)
+              AND ($3::inet IS NULL OR r.ip = $3)
+              AND ($4::macaddr IS NULL OR r.mac = $4::macaddr)
+              AND ($5::text IS NULL OR r.duid = $5)
+              AND ($6::text IS NULL OR lower(r.hostname) = lower($6))
+            ORDER BY r.id LIMIT $7""",
+        subnet_id, after, f.ip, f.mac, f.duid, f.hostname, limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+@guarded
+async def update(
+    conn: asyncpg.Connection, actor: str, reservation_id: uuid.UUID, changes: dict[str, Any]
+) -> dict[str, Any]:
+    subnet_id = await conn.fetchval(
+        "SELECT subnet_id FROM reservations WHERE id = $1", reservation_id
+    )
+    if subnet_id is None:
+        await _fetch(conn, reservation_id)  # raises the 404
+    subnet = await subnets.lock(conn, subnet_id)
+    current = await _fetch(conn, reservation_id)
+    before = public(current)
+    if not changes:
+        return before
+    r = {
+        "ip": current["ip"], "mac": current["mac"], "duid": current["duid"],
+        "client_id": None if current["client_id"] is None else bytes(current["client_id"]),
+        "hostname": current["hostname"], **changes,
+    }
+    await _check(conn, subnet, r, reservation_id)
+    clause, values = set_clause(changes, UPDATABLE)
+    await conn.execute(f"UPDATE reservations SET {clause} WHERE id = $1", reservation_id,
+                       *values)
+    after = public(await _fetch(conn, reservation_id))
+    await audit.record(conn, actor, "update", "reservation", reservation_id, before, after)
+    return after
+
+
+@guarded
+async def delete(conn: asyncpg.Connection, actor: str, reservation_id: uuid.UUID) -> None:
+    before = public(await one(
+        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 FOR UPDATE OF r", reservation_id,
+        "reservation",
+    ))
+    await conn.execute("DELETE FROM reservations WHERE id = $1", reservation_id)
+    await audit.record(conn, actor, "delete", "reservation", reservation_id, before, None)

@@ -1,0 +1,284 @@
+"""Subnets: the L3 networks the DHCP server serves; inside a prefix, apart within a tenant."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.api.errors import conflict, invalid
+from ipamd.ipam import audit, validate
+from ipamd.ipam.dberrors import guarded
+from ipamd.ipam.occupancy import LIVE_SQL
+from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
+
+COLUMNS = (
+    "id, tenant_id, prefix_id, cidr, name, description, gateway, lease_time_seconds, "
+    "dhcp_enabled, next_server, boot_file, ntp_servers, ddns_adapter, ddns_zone, "
+    "ddns_reverse_zone, ddns_ttl, ddns_server_id, created_at, updated_at"
+)
+UPDATABLE = (
+    "prefix_id", "cidr", "name", "description", "gateway", "lease_time_seconds",
+    "dhcp_enabled", "next_server", "boot_file", "ntp_servers", "ddns_adapter", "ddns_zone",
+    "ddns_reverse_zone", "ddns_ttl", "ddns_server_id",
+)
+DEFAULTS: dict[str, Any] = {
+    "name": "", "description": "", "gateway": None, "lease_time_seconds": 86_400,
+    "dhcp_enabled": True, "next_server": None, "boot_file": None, "ntp_servers": [],
+    "ddns_adapter": "none", "ddns_zone": None, "ddns_reverse_zone": None, "ddns_ttl": None,
+    "ddns_server_id": None,
+}
+
+
+def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    gateway = row["gateway"]
+    return {
+        "id": row["id"],
+        "tenant_id": row["tenant_id"],
+        "prefix_id": row["prefix_id"],
+        "cidr": str(row["cidr"]),
+        "name": row["name"],
+        "description": row["description"],
+        "gateway": None if gateway is None else str(gateway),
+        "lease_time_seconds": row["lease_time_seconds"],
+        "dhcp_enabled": row["dhcp_enabled"],
+        "next_server": row["next_server"],
+        "boot_file": row["boot_file"],
+        "ntp_servers": [str(a) for a in row["ntp_servers"]],
+        "ddns_adapter": row["ddns_adapter"],
+        "ddns_zone": row["ddns_zone"],
+        "ddns_reverse_zone": row["ddns_reverse_zone"],
+        "ddns_ttl": row["ddns_ttl"],
+        "ddns_server_id": row["ddns_server_id"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+@dataclass(frozen=True)
+class Filters:
+    tenant_id: uuid.UUID | None = None
+    prefix_id: uuid.UUID | None = None
+    cidr: ipaddress.IPv4Network | None = None
+    contains: ipaddress.IPv4Network | None = None
+    within: ipaddress.IPv4Network | None = None
+    dhcp_enabled: bool | None = None
+
+
+def _columns(values: dict[str, Any]) -> dict[str, Any]:
+    """Values as the columns store them: next_server is text (an address today)."""
+    out = dict(values)
+    if out.get("next_server") is not None:
+        out["next_server"] = str(out["next_server"])
+    return out
+
+
+def field_rules(s: dict[str, Any]) -> None:
+    """Rules about one subnet's own fields (422, naming the field)."""
+    net: ipaddress.IPv4Network = s["cidr"]
+    if s["gateway"] is not None:
+        reason = validate.host_in(net, s["gateway"])
+        if reason:
+            raise invalid("gateway", reason)
+    if s["ddns_adapter"] != "none" and not s["ddns_zone"]:
+        raise invalid("ddns_zone", f"required when ddns_adapter is {s['ddns_adapter']}")
+    if s["ddns_adapter"] not in ("none", "embedded") and s["ddns_server_id"] is None:
+        raise invalid(
+            "ddns_server_id", f"required when ddns_adapter is {s['ddns_adapter']} "
+            "(the DNS server to update)"
+        )
+
+
+async def _check_plan(
+    conn: asyncpg.Connection, s: dict[str, Any], own: uuid.UUID | None
+) -> None:
+    """Rules against the rest of the plan: the prefix holds it, no tenant overlap."""
+    prefix = await conn.fetchrow(
+        "SELECT tenant_id, cidr FROM prefixes WHERE id = $1 FOR SHARE", s["prefix_id"]
+    )
+    if prefix is None:
+        raise invalid("prefix_id", f"prefix {s['prefix_id']} does not exist")
+    if prefix["tenant_id"] != s["tenant_id"]:
+        raise invalid(
+            "prefix_id", f"the prefix belongs to tenant {prefix['tenant_id']}, "
+            f"the subnet to tenant {s['tenant_id']}"
+        )
+    parent = prefix["cidr"]
+    net = s["cidr"]
+    if parent.version != 4 or not net.subnet_of(parent):
+        raise invalid("cidr", f"{net} is not inside its prefix {parent}")
+    other = await conn.fetchrow(
+        """SELECT id, cidr FROM subnets
+           WHERE tenant_id = $1 AND cidr && $2 AND id IS DISTINCT FROM $3 LIMIT 1""",
+        s["tenant_id"], net, own,
+    )
+    if other is not None:
+        raise conflict(
+            f"cidr: {net} overlaps the subnet {other['cidr']} (id {other['id']}) of the "
+            "same tenant"
+        )
+
+
+@guarded
+async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
+    s = {**DEFAULTS, **fields}
+    prefix_tenant = await conn.fetchval(
+        "SELECT tenant_id FROM prefixes WHERE id = $1", s["prefix_id"]
+    )
+    if prefix_tenant is None:
+        raise invalid("prefix_id", f"prefix {s['prefix_id']} does not exist")
+    s["tenant_id"] = await tenant_for_create(conn, fields.get("tenant_id"), prefix_tenant)
+    field_rules(s)
+    await _check_plan(conn, s, None)
+    names = ["tenant_id", *UPDATABLE]
+    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    stored = _columns(s)
+    row = await conn.fetchrow(
+        f"INSERT INTO subnets ({', '.join(names)}) VALUES ({placeholders}) RETURNING {COLUMNS}",
+        *(stored[name] for name in names),
+    )
+    out = public(row)
+    await audit.record(conn, actor, "create", "subnet", row["id"], None, out)
+    return out
+
+
+async def get(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> dict[str, Any]:
+    return public(await one(conn, f"SELECT {COLUMNS} FROM subnets WHERE id = $1", subnet_id,
+                            "subnet"))
+
+
+async def lock(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> asyncpg.Record:
+    """Lock the subnet for a change to it or its children: such changes serialise per subnet.
+
+    FOR NO KEY UPDATE does not block the DHCP server's lease writes (they take KEY SHARE).
+    """
+    return await one(
+        conn, f"SELECT {COLUMNS} FROM subnets WHERE id = $1 FOR NO KEY UPDATE", subnet_id,
+        "subnet",
+    )
+
+
+async def list_page(
+    conn: asyncpg.Connection, f: Filters, after: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        f"""SELECT {COLUMNS} FROM subnets
+            WHERE ($1::uuid IS NULL OR id > $1)
+              AND ($2::uuid IS NULL OR tenant_id = $2)
+              AND ($3::uuid IS NULL OR prefix_id = $3)
+              AND ($4::cidr IS NULL OR cidr = $4)
+              AND ($5::cidr IS NULL OR cidr >>= $5)
+              AND ($6::cidr IS NULL OR cidr <<= $6)
+              AND ($7::boolean IS NULL OR dhcp_enabled = $7)
+            ORDER BY id LIMIT $8""",
+        after, f.tenant_id, f.prefix_id, f.cidr, f.contains, f.within, f.dhcp_enabled,
+        limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+async def _children_fit(conn: asyncpg.Connection, subnet_id: uuid.UUID,
+                        net: ipaddress.IPv4Network) -> None:
+    first, last = validate.host_range(net)
+    low, high = ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
+    rows = await conn.fetch(
+        f"""(SELECT 'pool' AS kind, start_ip AS a, end_ip AS b FROM pools
+             WHERE subnet_id = $1 AND (start_ip < $2 OR end_ip > $3) LIMIT 1)
+           UNION ALL
+           (SELECT 'exclude', start_ip, end_ip FROM excludes
+             WHERE subnet_id = $1 AND (start_ip < $2 OR end_ip > $3) LIMIT 1)
+           UNION ALL
+           (SELECT 'reservation', ip, ip FROM reservations
+             WHERE subnet_id = $1 AND (ip < $2 OR ip > $3) LIMIT 1)
+           UNION ALL
+           (SELECT 'assignment', ip, ip FROM assignments
+             WHERE subnet_id = $1 AND (ip < $2 OR ip > $3) LIMIT 1)
+           UNION ALL
+           (SELECT 'live lease', ip, ip FROM leases
+             WHERE subnet_id = $1 AND {LIVE_SQL} AND (ip < $2 OR ip > $3) LIMIT 1)""",
+        subnet_id, low, high,
+    )
+    if rows:
+        r = rows[0]
+        where = str(r["a"]) if r["a"] == r["b"] else f"{r['a']}-{r['b']}"
+        raise conflict(f"cidr: the {r['kind']} {where} would not be inside {net}")
+
+
+async def _gateway_free(conn: asyncpg.Connection, subnet_id: uuid.UUID,
+                        gateway: ipaddress.IPv4Address) -> None:
+    taken = await conn.fetchrow(
+        f"""(SELECT 'pool ' || name AS what FROM pools WHERE subnet_id = $1 AND range @> $2::inet)
+           UNION ALL
+           (SELECT 'reservation ' || id FROM reservations WHERE subnet_id = $1 AND ip = $2)
+           UNION ALL
+           (SELECT 'assignment ' || id FROM assignments WHERE subnet_id = $1 AND ip = $2)
+           UNION ALL
+           (SELECT 'live lease ' || lease_id FROM leases
+             WHERE subnet_id = $1 AND ip = $2 AND {LIVE_SQL})
+           LIMIT 1""",
+        subnet_id, gateway,
+    )
+    if taken is not None:
+        raise conflict(f"gateway: {gateway} is taken by the {taken['what']}")
+
+
+@guarded
+async def update(
+    conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID, changes: dict[str, Any]
+) -> dict[str, Any]:
+    current = await lock(conn, subnet_id)
+    before = public(current)
+    if not changes:
+        return before
+    s = {**dict(current), **changes}
+    field_rules(s)
+    if "prefix_id" in changes or "cidr" in changes:
+        await _check_plan(conn, s, subnet_id)
+    if s["cidr"] != current["cidr"]:
+        await _children_fit(conn, subnet_id, s["cidr"])
+    if s["gateway"] is not None and s["gateway"] != current["gateway"]:
+        await _gateway_free(conn, subnet_id, s["gateway"])
+    if not s["dhcp_enabled"] and current["dhcp_enabled"]:
+        pools = await conn.fetchval("SELECT count(*) FROM pools WHERE subnet_id = $1", subnet_id)
+        if pools:
+            raise conflict(
+                f"dhcp_enabled: the subnet still has {inside_message({'pool': pools})}; "
+                "delete them before disabling DHCP"
+            )
+    clause, values = set_clause(_columns(changes), UPDATABLE)
+    row = await conn.fetchrow(
+        f"UPDATE subnets SET {clause} WHERE id = $1 RETURNING {COLUMNS}", subnet_id, *values
+    )
+    after = public(row)
+    await audit.record(conn, actor, "update", "subnet", subnet_id, before, after)
+    return after
+
+
+@guarded
+async def delete(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID) -> None:
+    current = await one(
+        conn, f"SELECT {COLUMNS} FROM subnets WHERE id = $1 FOR UPDATE", subnet_id, "subnet"
+    )
+    counts = await conn.fetchrow(
+        f"""SELECT (SELECT count(*) FROM pools WHERE subnet_id = $1) AS pool,
+                  (SELECT count(*) FROM excludes WHERE subnet_id = $1) AS exclude,
+                  (SELECT count(*) FROM reservations WHERE subnet_id = $1) AS reservation,
+                  (SELECT count(*) FROM assignments WHERE subnet_id = $1) AS assignment,
+                  (SELECT count(*) FROM dhcp_options WHERE subnet_id = $1) AS option,
+                  (SELECT count(*) FROM leases WHERE subnet_id = $1
+                      AND {LIVE_SQL}) AS "live lease"
+        """,
+        subnet_id,
+    )
+    if any(counts.values()):
+        raise conflict(
+            f"subnet {current['cidr']} still has {inside_message(dict(counts))}; "
+            "delete them first"
+        )
+    # Ended leases are history (lease_events keeps it); they must not pin the subnet.
+    await conn.execute("DELETE FROM leases WHERE subnet_id = $1", subnet_id)
+    await conn.execute("DELETE FROM subnets WHERE id = $1", subnet_id)
+    await audit.record(conn, actor, "delete", "subnet", subnet_id, public(current), None)
