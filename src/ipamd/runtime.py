@@ -12,6 +12,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
 import asyncpg
 import trio
 from hypercorn.config import Config as HypercornConfig
