@@ -114,7 +114,8 @@ def build(routes: list[Any], prefix: str) -> dict[str, Any]:
             operation["parameters"] = params
         if route.body is not None:
             operation["requestBody"] = {
-                "required": True,
+                # An empty body reads as {}: only a model with required fields needs one.
+                "required": bool(route.body.model_json_schema().get("required")),
                 "content": {"application/json": {"schema": _schema_of(route.body, names)}},
             }
         success: dict[str, Any] = {"description": "Success"}

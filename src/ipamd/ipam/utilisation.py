@@ -45,25 +45,27 @@ def _assigned_at(sid: str, ip: str) -> str:
 
 
 def _counts(sid: str, lo: str, hi: str, gateway: str) -> str:
-    """Columns r, a, l, ra, rl, al, ral, g for the addresses of subnet ``sid`` in [lo, hi]."""
+    """A one-row SELECT of r, a, l, ra, rl, al, ral, g for subnet ``sid``'s addresses in
+    [lo, hi]. R and A are disjoint when written through the API, so the probe for R∩A∩L
+    only runs for the (normally no) assignments that R∩A finds."""
     within = f"subnet_id = {sid} AND ip BETWEEN {lo} AND {hi}"
     m_within = f"m.subnet_id = {sid} AND m.ip BETWEEN {lo} AND {hi}"
-    return f"""
+    return f"""SELECT
       (SELECT count(*) FROM reservations WHERE {within}) AS r,
       (SELECT count(*) FROM assignments WHERE {within}) AS a,
       (SELECT count(*) FROM leases WHERE {within} AND {LIVE_SQL}) AS l,
-      (SELECT count(*) FROM assignments m
-        WHERE {m_within} AND {_reserved_at(sid, 'm.ip')}) AS ra,
+      both_.ra,
       (SELECT count(*) FROM reservations m
         WHERE {m_within} AND {_lease_at(sid, 'm.ip')}) AS rl,
       (SELECT count(*) FROM assignments m
         WHERE {m_within} AND {_lease_at(sid, 'm.ip')}) AS al,
-      (SELECT count(*) FROM assignments m
-        WHERE {m_within} AND {_reserved_at(sid, 'm.ip')} AND {_lease_at(sid, 'm.ip')}) AS ral,
+      both_.ral,
       (CASE WHEN {gateway} BETWEEN {lo} AND {hi}
                  AND NOT {_reserved_at(sid, gateway)} AND NOT {_assigned_at(sid, gateway)}
                  AND NOT {_lease_at(sid, gateway)}
-            THEN 1 ELSE 0 END) AS g"""
+            THEN 1 ELSE 0 END) AS g
+    FROM (SELECT count(*) AS ra, count(*) FILTER (WHERE {_lease_at(sid, 'm.ip')}) AS ral
+          FROM assignments m WHERE {m_within} AND {_reserved_at(sid, 'm.ip')}) both_"""
 
 
 _SUMS = "sum(r) AS r, sum(a) AS a, sum(l) AS l, sum(ra) AS ra, sum(rl) AS rl, " \
@@ -71,12 +73,12 @@ _SUMS = "sum(r) AS r, sum(a) AS a, sum(l) AS l, sum(ra) AS ra, sum(rl) AS rl, " 
 
 # The range itself, and its excludes (which never overlap each other) summed.
 _RANGE = f"""
-SELECT {_counts("$1", "$2", "$3", "$4::inet")}, 0::numeric AS excluded
+SELECT c.*, 0::numeric AS excluded FROM ({_counts("$1", "$2", "$3", "$4::inet")}) c
 UNION ALL
 SELECT {_SUMS}, coalesce(sum(hi - lo + 1), 0) FROM (
     SELECT greatest(start_ip, $2) AS lo, least(end_ip, $3) AS hi FROM excludes
     WHERE subnet_id = $1 AND start_ip <= $3 AND end_ip >= $2
-) ex, LATERAL (SELECT {_counts("$1", "ex.lo", "ex.hi", "$4::inet")}) c
+) ex, LATERAL ({_counts("$1", "ex.lo", "ex.hi", "$4::inet")}) c
 """
 
 _PREFIX = f"""
@@ -86,8 +88,7 @@ WITH inner_subnets AS (
 SELECT count(*) AS subnets,
        coalesce(sum((2::numeric) ^ (32 - masklen(s.cidr))), 0) AS covered, {_SUMS}
 FROM inner_subnets s,
-     LATERAL (SELECT {_counts("s.id", "'0.0.0.0'::inet", "'255.255.255.255'::inet",
-                              "s.gateway")}) c
+     LATERAL ({_counts("s.id", "'0.0.0.0'::inet", "'255.255.255.255'::inet", "s.gateway")}) c
 """
 
 

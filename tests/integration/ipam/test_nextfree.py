@@ -1,4 +1,4 @@
-"""Next free address against a brute-force answer on dense, random subnets (chunked reads)."""
+"""Next free address against a brute-force answer on dense, random subnets (windowed reads)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import random
 import uuid
 
 from tests.integration.ipam.helpers import subnet
+
 
 async def _fill(conn, subnet_id: uuid.UUID, cidr: str, seed: int) -> set[int]:
     """Random dense occupancy; returns every address next-free must avoid."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ipamd.api import paging
 from ipamd.api.errors import not_found
@@ -20,6 +20,11 @@ router = Router("reservations")
 
 
 class ReservationCreate(Body):
+    # Rule 1 of spec §2, in the document too: a mac or a duid (or both).
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["mac"]}, {"required": ["duid"]}]}
+    )
+
     ip: IPv4 | None = Field(
         default=None, description="left out: the lowest free address outside pools and excludes")
     mac: Mac | None = Field(default=None, description="mac or duid (or both) is required")
