@@ -11,6 +11,9 @@ runs as a separate process and checks every signature. One webhook takes every t
               having read the whole request, and to the row being recorded `delivered`
   throughput  a burst of lease events committed in one transaction: deliveries per second
               until the last row is `delivered` (every one signed, every one verified)
+  client      the delivery HTTP client alone (httpx over the vetting backend, no database):
+              signed POSTs from `workers` concurrent tasks, CPU per request; --profile
+              prints where that CPU goes, by package
 
 Targets (issue 5): p50 under 50 ms, at least 1,000 deliveries/s. Figures are printed and
 written to bench/results/outbox-<time>.json.
@@ -19,8 +22,10 @@ written to bench/results/outbox-<time>.json.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import ssl
 import statistics
 import subprocess
@@ -43,6 +48,9 @@ from ipamd import runtime  # noqa: E402
 from ipamd.config import parse  # noqa: E402
 from ipamd.db.bridge import Database, run_once  # noqa: E402
 from ipamd.ipam import webhooks  # noqa: E402
+from ipamd.outbox import client as http_client  # noqa: E402
+from ipamd.outbox import signing  # noqa: E402
+from ipamd.outbox.urlguard import Resolver, check_url  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATABASE = "bench_outbox"
@@ -142,6 +150,67 @@ async def _last_delivered(conn: Any) -> float:
     return await conn.fetchval("SELECT extract(epoch FROM max(delivered_at))::float8 FROM outbox")
 
 
+# Where the client's CPU goes, by package (cProfile on process time; its own overhead
+# inflates call-heavy code, so read the shares, not the absolute figures).
+PROFILE_GROUPS = ("trio/_ssl", "trio/", "h11/", "httpcore/_async/connection_pool",
+                  "httpcore/", "httpx/", "contextlib", "ipamd/", "urllib", "http/cookiejar")
+
+
+def _profile_shares(profile: cProfile.Profile) -> dict[str, float]:
+    groups: dict[str, float] = {}
+    for (filename, _line, name), stat in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
+        tottime = stat[2]
+        if filename == "~":
+            group = ("C: ssl and sockets" if any(k in name for k in ("_ssl", "socket", "poll"))
+                     else "C: builtins")
+        else:
+            group = next((g.rstrip("/") for g in PROFILE_GROUPS if g in filename), "other")
+        groups[group] = groups.get(group, 0.0) + tottime
+    total = sum(groups.values()) or 1.0
+    return {g: round(100 * t / total, 1) for g, t in sorted(groups.items(), key=lambda i: -i[1])}
+
+
+async def _client_alone(args: argparse.Namespace, tls: dict[str, Any]) -> dict[str, Any]:
+    """The delivery client alone: `workers` tasks posting signed deliveries, no database."""
+    client = http_client.Client(
+        Resolver(tls["hosts_file"]), http_client.ssl_context(tls["ca_file"]),
+        connections=args.workers, timeout=10.0)
+    target = check_url(f"https://hook.test:{tls['port']}/hook")
+    body = json.dumps(_lease(0)).encode()
+    headers = signing.headers([SECRET.encode()], delivery_id="bench-client-alone",
+                              topic="lease.granted", timestamp=int(time.time()), body=body)
+    send, receive = trio.open_memory_channel[None](args.client_requests)
+    for _ in range(args.client_requests):
+        send.send_nowait(None)
+    send.close()
+
+    async def worker() -> None:
+        async for _ in receive:
+            reply = await client.post(target, headers, body, 65_536)
+            assert reply.status == 200, reply.status
+
+    async with client:
+        await client.post(target, headers, body, 65_536)  # the first TLS handshake
+        profile = cProfile.Profile(time.process_time) if args.profile else None
+        cpu, wall = time.process_time(), time.perf_counter()
+        if profile is not None:
+            profile.enable()
+        async with trio.open_nursery() as nursery:
+            for _ in range(args.workers):
+                nursery.start_soon(worker)
+        if profile is not None:
+            profile.disable()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        opened = client.connections_opened
+    report: dict[str, Any] = {
+        "requests": args.client_requests, "requests_per_s": round(args.client_requests / wall),
+        "cpu_us_per_request": round(cpu / args.client_requests * 1e6),
+        "connections_opened": opened, "profiled": profile is not None}
+    if profile is not None:
+        report["cpu_share_percent"] = _profile_shares(profile)
+    return report
+
+
 async def _measure(dsn: str, args: argparse.Namespace, tls: dict[str, Any]) -> dict[str, Any]:
     config = parse({
         "state_dir": "/tmp/ipamd-bench-outbox",
@@ -193,7 +262,9 @@ async def _measure(dsn: str, args: argparse.Namespace, tls: dict[str, Any]) -> d
             signed_ok = stats["signature_failures"] == 0
             counters = dict(running.state.counters.get("outbox", {}))
             durations = _summary(await db.run(_durations))
+            alone = await _client_alone(args, tls) if args.client_requests else None
             return {
+                "client_alone": alone,
                 "latency": {"commit_to_receiver": _summary(to_receiver),
                             "commit_to_delivered_row": _summary(to_recorded),
                             "pace_ms": args.pace_ms},
@@ -250,6 +321,15 @@ def _print(report: dict[str, Any]) -> None:
     ceiling = 1e6 / max(thr["appliance_cpu_us_per_delivery"], 1)
     print(f"  the appliance's own ceiling at that CPU cost: ~{ceiling:,.0f} deliveries/s per "
           f"core (the measured rate also pays for the receiver and Postgres on this machine)")
+    alone = report.get("client_alone")
+    if alone:
+        note = " (under cProfile: slower)" if alone["profiled"] else ""
+        print(f"  delivery client alone: {alone['requests']:,} signed POSTs from "
+              f"{report['workers']} tasks, {alone['requests_per_s']:,}/s, CPU "
+              f"{alone['cpu_us_per_request']} µs per request{note}, "
+              f"{alone['connections_opened']} connections opened")
+        for group, share in alone.get("cpu_share_percent", {}).items():
+            print(f"    {group:<36}{share:>6} %")
 
 
 def main() -> int:
@@ -257,6 +337,10 @@ def main() -> int:
     parser.add_argument("--latency-events", type=int, default=300)
     parser.add_argument("--pace-ms", type=float, default=20.0)
     parser.add_argument("--burst", type=int, default=5000)
+    parser.add_argument("--client-requests", type=int, default=3000,
+                        help="POSTs for the client-alone phase (0 skips it)")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the client-alone phase and print CPU shares by package")
     parser.add_argument("--workers", type=int, default=None,
                         help="outbox.workers (default: the configuration's default)")
     args = parser.parse_args()

@@ -35,3 +35,6 @@ def configure(level: str = "INFO") -> None:
     # hypercorn logs its own access lines and startup banner; ours are enough.
     logging.getLogger("hypercorn.access").disabled = True
     logging.getLogger("hypercorn.error").setLevel("WARNING")
+    # httpx logs every request with its full URL (webhook URLs may carry credentials).
+    logging.getLogger("httpx").setLevel("WARNING")
+    logging.getLogger("httpcore").setLevel("WARNING")

@@ -5,7 +5,11 @@ backoff    when a failed delivery is tried again (exponential, jitter, Retry-Aft
 secrets    env:/file: secret references, read at delivery time
 attempt    the Outcome of one attempt (timing, backoff), for every kind of delivery
 urlguard   the URL and address rules (SSRF) and the resolver that applies them
-http11     the HTTP/1.1 client: keep-alive, connects only to the address it vetted
+backend    the httpcore network backend: connects only to an address it just vetted
+lanes      keep-alive connections: one single-connection httpcore pool per worker
+transport  the httpx transport over those lanes
+client     the delivery client (httpx): one per scheduler, capped reads, no redirects
+errors     a failed exchange as a last_error an operator can act on
 signing    the signature headers of a delivery request
 webhook    one webhook delivery: request, response cap, outcome
 queue      SQL units: claim (SKIP LOCKED), record outcomes, Work view, Replay, purge

@@ -25,7 +25,8 @@ import asyncpg
 import trio
 
 from ipamd.config import OutboxConfig
-from ipamd.outbox import http11, queue
+from ipamd.outbox import client as http_client
+from ipamd.outbox import queue
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
 from ipamd.outbox.queue import Job, Outcome
@@ -225,7 +226,7 @@ class Scheduler:
                 log.warning("outbox could not hand back its claims: %s", error)
 
 
-def build_handlers(state: AppState, client: http11.Client) -> dict[str, Handler]:
+def build_handlers(state: AppState, client: http_client.Client) -> dict[str, Handler]:
     """Delivery handler per row kind. Another kind (the DNS adapters: `dns`) plugs in by
     adding its handler here: rows of kinds without a handler are never claimed."""
     config = state.config.outbox
@@ -235,9 +236,11 @@ def build_handlers(state: AppState, client: http11.Client) -> dict[str, Handler]
 
 async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
     config = state.config.outbox
-    client = http11.Client(
-        Resolver(config.hosts_file), http11.ssl_context(config.ca_file),
-        max_idle_per_origin=config.workers, connect_timeout=config.request_timeout_seconds,
+    # One client for the scheduler's life: one SSLContext, one keep-alive pool, one
+    # connection per worker at most.
+    client = http_client.Client(
+        Resolver(config.hosts_file), http_client.ssl_context(config.ca_file),
+        connections=config.workers, timeout=config.request_timeout_seconds,
     )
     async with client:
         scheduler = Scheduler(state, build_handlers(state, client))

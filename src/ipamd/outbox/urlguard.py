@@ -1,7 +1,7 @@
 """Webhook URL rules (spec §4) and the address rules behind them (SSRF).
 
 Applied when a webhook is created or changed, and again at every delivery after name
-resolution (http11.py connects only to an address vetted here):
+resolution (backend.py connects only to an address vetted here):
 
 - https only; plain http only for localhost (a loopback host);
 - no credentials in the URL, no fragment, no numeric shorthand hosts (2130706433, 0x7f.1);
@@ -19,7 +19,7 @@ import ipaddress
 import os
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -76,6 +76,7 @@ class Target:
     literal: IPAddress | None  # set when the host is an IP address
     path: str = "/"  # request target: path and query, as sent
     authority: str = ""  # the Host header: host, [v6], and the port unless the default
+    url: httpx.URL = field(default_factory=lambda: httpx.URL(), compare=False)  # as parsed
 
     @property
     def is_localhost(self) -> bool:
@@ -214,7 +215,7 @@ def check_url(url: str) -> Target:
     target = Target(
         scheme=scheme, host=host, port=port, literal=literal,
         path=parsed.raw_path.decode("ascii") or "/",
-        authority=shown_host if default_port else f"{shown_host}:{port}",
+        authority=shown_host if default_port else f"{shown_host}:{port}", url=parsed,
     )
     if scheme == "http" and not target.is_localhost:
         raise UrlRefused("url: plain http is allowed only for localhost; use https")

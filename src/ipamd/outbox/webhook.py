@@ -17,7 +17,7 @@ from ipamd.config import OutboxConfig
 from ipamd.outbox import signing
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
-from ipamd.outbox.http11 import Client, HttpError
+from ipamd.outbox.client import Client, HttpError
 from ipamd.outbox.queue import Job, Outcome
 from ipamd.outbox.secrets import SecretError, resolve
 from ipamd.outbox.urlguard import ResolveError, Target, UrlRefused, check_url
@@ -81,13 +81,13 @@ class WebhookDeliverer:
         # One deadline over the whole exchange (resolve, connect, TLS, send, read): a receiver
         # trickling a byte at a time holds a worker no longer than this.
         with trio.move_on_after(timeout):
-            result = await self._post(attempt, target, body, list(headers.items()))
+            result = await self._post(attempt, target, body, headers)
         if result is None:
             return attempt.retry(f"no complete response within {timeout:g} s")
         return result
 
     async def _post(
-        self, attempt: Attempt, target: Target, body: bytes, headers: list[tuple[str, str]]
+        self, attempt: Attempt, target: Target, body: bytes, headers: dict[str, str]
     ) -> Outcome:
         try:
             response = await self.client.post(
