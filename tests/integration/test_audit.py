@@ -60,6 +60,10 @@ async def test_filters_and_paging(admin, viewer):
     naive = await viewer.get("/audit", params={"from": "2020-01-01T00:00:00"})
     assert naive.status_code == 400
     assert (await viewer.get("/audit", params={"to": "yesterday"})).status_code == 400
+    for loose in ("0.5", "1700000000", "2026-11-21"):
+        refused = await viewer.get("/audit", params={"to": loose})
+        assert refused.status_code == 400, loose
+        assert "to" in refused.json()["error"]["message"]
 
 
 async def test_retention_sweep_removes_only_old_entries(db: Database):

@@ -19,7 +19,9 @@ from ipamd.config import LimitsConfig
 
 
 class PageQuery(Query):
-    limit: int | None = Field(default=None, description="page size; default 50, at most 1000")
+    limit: int | None = Field(
+        default=None, ge=1, description="page size; default 50, at most 1000 (limits.page_max)"
+    )
     cursor: str | None = Field(default=None, description="next_cursor of the previous page")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from typing import Any
 
@@ -10,7 +9,7 @@ import asyncpg
 from pydantic import Field
 
 from ipamd.api import paging
-from ipamd.api.errors import bad_request
+from ipamd.api.instant import Instant
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import AuditEntry, Page
 from ipamd.ipam.audit import entry_out
@@ -23,8 +22,8 @@ class AuditQuery(paging.PageQuery):
     object_id: str | None = None
     actor: str | None = None
     action: str | None = None
-    from_: dt.datetime | None = Field(default=None, alias="from")
-    to: dt.datetime | None = None
+    from_: Instant | None = Field(default=None, alias="from")
+    to: Instant | None = None
 
 
 async def _list(
@@ -51,9 +50,6 @@ async def _list(
 )
 async def list_audit(ctx: RequestContext) -> dict[str, Any]:
     q: AuditQuery = ctx.query
-    for name, value in (("from", q.from_), ("to", q.to)):
-        if value is not None and value.tzinfo is None:
-            raise bad_request(f"{name} must carry a time zone offset (or Z)")
     limit = paging.limit_of(q, ctx.state.config.limits)
     after = paging.after(q, [uuid.UUID])
     rows = await ctx.run(_list, q, after[0] if after else None, limit)

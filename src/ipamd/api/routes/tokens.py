@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ipamd.api import paging
 from ipamd.api.errors import ApiError
+from ipamd.api.instant import Instant
 from ipamd.api.router import Body, Reply, RequestContext, Role, Router
 from ipamd.api.schemas import Page, TokenCreated, TokenOut
 from ipamd.ipam import tokens
@@ -20,23 +21,9 @@ router = Router("tokens")
 class TokenCreate(Body):
     name: str = Field(min_length=1, max_length=100, description="what the token is for")
     role: Role = Field(description="admin, operator or viewer")
-    expires_at: dt.datetime | None = Field(
+    expires_at: Instant | None = Field(
         default=None, description="RFC 3339 time after which the token stops working"
     )
-
-    @field_validator("expires_at", mode="before")
-    @classmethod
-    def _parse_time(cls, value: object) -> object:
-        # JSON has no time type: accept RFC 3339 strings despite strict mode.
-        if isinstance(value, str):
-            try:
-                parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                raise ValueError("must be an RFC 3339 time such as 2027-01-31T00:00:00Z") from None
-            if parsed.tzinfo is None:
-                raise ValueError("must carry a time zone offset (or Z)")
-            return parsed
-        return value
 
 
 class TokenQuery(paging.PageQuery):
