@@ -9,10 +9,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, license, nextfree, occupancy, subnets, validate
+from ipamd.api.errors import conflict
+from ipamd.ipam import children, license, occupancy
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, set_clause, tenant_for_create
 
 COLUMNS = (
     "a.id, a.subnet_id, s.tenant_id, a.ip, a.hostname, a.description, a.created_at, a.updated_at"
@@ -34,20 +33,14 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-async def _fetch(conn: asyncpg.Connection, assignment_id: uuid.UUID) -> asyncpg.Record:
-    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE a.id = $1", assignment_id,
-                     "assignment")
+KIND = children.Kind("assignment", "assignments", "a", COLUMNS, FROM, UPDATABLE, public)
 
 
 async def _check(
     conn: asyncpg.Connection, subnet: asyncpg.Record, ip: ipaddress.IPv4Address,
     own: uuid.UUID | None,
 ) -> None:
-    reason = validate.host_in(subnet["cidr"], ip)
-    if reason:
-        raise invalid("ip", reason)
-    if ip == subnet["gateway"]:
-        raise conflict(f"ip: {ip} is the subnet's gateway")
+    children.host_rules(subnet, ip)
     for occupant in await occupancy.occupants(conn, subnet["id"], ip, skip_assignment=own):
         if occupant.kind == "exclude":
             continue  # excludes are where static hosts usually live
@@ -68,16 +61,10 @@ async def create(
     fields: dict[str, Any],
 ) -> dict[str, Any]:
     await license.lock(conn)
-    subnet = await subnets.lock(conn, subnet_id)
-    await tenant_for_create(conn, fields.get("tenant_id"), subnet["tenant_id"])
+    subnet = await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
     ip = fields.get("ip")
     if ip is None:
-        ip = await nextfree.lowest_free(conn, subnet_id, subnet["cidr"], subnet["gateway"])
-        if ip is None:
-            raise conflict(
-                f"ip: the subnet {subnet['cidr']} has no free address outside its pools and "
-                "excludes; give an ip"
-            )
+        ip = await children.lowest_free(conn, subnet)
     await _check(conn, subnet, ip, None)
     await license.check_room(conn, grant)
     new_id = await conn.fetchval(
@@ -85,13 +72,11 @@ async def create(
            VALUES ($1, $2, $3, $4) RETURNING id""",
         subnet_id, ip, fields["hostname"], fields.get("description") or "",
     )
-    out = public(await _fetch(conn, new_id))
-    await audit.record(conn, actor, "create", "assignment", new_id, None, out)
-    return out
+    return await children.created(conn, actor, KIND, new_id)
 
 
 async def get(conn: asyncpg.Connection, assignment_id: uuid.UUID) -> dict[str, Any]:
-    return public(await _fetch(conn, assignment_id))
+    return await children.get(conn, KIND, assignment_id)
 
 
 @dataclass(frozen=True)
@@ -104,7 +89,7 @@ async def list_page(
     conn: asyncpg.Connection, subnet_id: uuid.UUID, f: Filters, after: uuid.UUID | None,
     limit: int,
 ) -> list[dict[str, Any]] | None:
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM subnets WHERE id = $1)", subnet_id):
+    if not await children.subnet_exists(conn, subnet_id):
         return None
     rows = await conn.fetch(
         f"""SELECT {COLUMNS} FROM {FROM}
@@ -121,30 +106,15 @@ async def list_page(
 async def update(
     conn: asyncpg.Connection, actor: str, assignment_id: uuid.UUID, changes: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet_id = await conn.fetchval(
-        "SELECT subnet_id FROM assignments WHERE id = $1", assignment_id
-    )
-    if subnet_id is None:
-        await _fetch(conn, assignment_id)  # raises the 404
-    subnet = await subnets.lock(conn, subnet_id)
-    current = await _fetch(conn, assignment_id)
+    subnet, current = await children.lock_for_change(conn, KIND, assignment_id)
     before = public(current)
     if not changes:
         return before
     if "ip" in changes and changes["ip"] != current["ip"]:
         await _check(conn, subnet, changes["ip"], assignment_id)
-    clause, values = set_clause(changes, UPDATABLE)
-    await conn.execute(f"UPDATE assignments SET {clause} WHERE id = $1", assignment_id, *values)
-    after = public(await _fetch(conn, assignment_id))
-    await audit.record(conn, actor, "update", "assignment", assignment_id, before, after)
-    return after
+    return await children.write_change(conn, actor, KIND, assignment_id, before, changes)
 
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, assignment_id: uuid.UUID) -> None:
-    before = public(await one(
-        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE a.id = $1 FOR UPDATE OF a", assignment_id,
-        "assignment",
-    ))
-    await conn.execute("DELETE FROM assignments WHERE id = $1", assignment_id)
-    await audit.record(conn, actor, "delete", "assignment", assignment_id, before, None)
+    await children.delete(conn, actor, KIND, assignment_id)

@@ -8,9 +8,8 @@ from typing import Any
 import asyncpg
 
 from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, option_shapes, subnets
+from ipamd.ipam import children, option_shapes
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, set_clause, tenant_for_create
 
 COLUMNS = (
     "o.id, o.subnet_id, s.tenant_id, o.code, o.payload, o.vendor_class, o.created_at, "
@@ -31,6 +30,9 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }
+
+
+KIND = children.Kind("option", "dhcp_options", "o", COLUMNS, FROM, UPDATABLE, public)
 
 
 def normalise(o: dict[str, Any]) -> dict[str, Any]:
@@ -62,16 +64,11 @@ async def _duplicate(conn: asyncpg.Connection, subnet_id: uuid.UUID, o: dict[str
         raise conflict(f"code: the subnet already has option {o['code']}{which} (id {other})")
 
 
-async def _fetch(conn: asyncpg.Connection, option_id: uuid.UUID) -> asyncpg.Record:
-    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE o.id = $1", option_id, "option")
-
-
 @guarded
 async def create(
     conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID, fields: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet = await subnets.lock(conn, subnet_id)
-    await tenant_for_create(conn, fields.get("tenant_id"), subnet["tenant_id"])
+    await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
     o = normalise({name: fields.get(name) for name in UPDATABLE})
     await _duplicate(conn, subnet_id, o, None)
     new_id = await conn.fetchval(
@@ -79,20 +76,18 @@ async def create(
            VALUES ($1, $2, $3, $4) RETURNING id""",
         subnet_id, o["code"], o["payload"], o["vendor_class"],
     )
-    out = public(await _fetch(conn, new_id))
-    await audit.record(conn, actor, "create", "option", new_id, None, out)
-    return out
+    return await children.created(conn, actor, KIND, new_id)
 
 
 async def get(conn: asyncpg.Connection, option_id: uuid.UUID) -> dict[str, Any]:
-    return public(await _fetch(conn, option_id))
+    return await children.get(conn, KIND, option_id)
 
 
 async def list_page(
     conn: asyncpg.Connection, subnet_id: uuid.UUID, code: int | None, after: uuid.UUID | None,
     limit: int,
 ) -> list[dict[str, Any]] | None:
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM subnets WHERE id = $1)", subnet_id):
+    if not await children.subnet_exists(conn, subnet_id):
         return None
     rows = await conn.fetch(
         f"""SELECT {COLUMNS} FROM {FROM}
@@ -108,31 +103,18 @@ async def list_page(
 async def update(
     conn: asyncpg.Connection, actor: str, option_id: uuid.UUID, changes: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet_id = await conn.fetchval("SELECT subnet_id FROM dhcp_options WHERE id = $1", option_id)
-    if subnet_id is None:
-        await _fetch(conn, option_id)  # raises the 404
-    await subnets.lock(conn, subnet_id)
-    current = await _fetch(conn, option_id)
+    subnet, current = await children.lock_for_change(conn, KIND, option_id)
     before = public(current)
     if not changes:
         return before
     o = normalise({name: current[name] for name in UPDATABLE} | changes)
-    await _duplicate(conn, subnet_id, o, option_id)
+    await _duplicate(conn, subnet["id"], o, option_id)
     stored = {name: o[name] for name in changes}
     if "code" in changes:
         stored["payload"] = o["payload"]  # normalised for the new code
-    clause, values = set_clause(stored, UPDATABLE)
-    await conn.execute(f"UPDATE dhcp_options SET {clause} WHERE id = $1", option_id, *values)
-    after = public(await _fetch(conn, option_id))
-    await audit.record(conn, actor, "update", "option", option_id, before, after)
-    return after
+    return await children.write_change(conn, actor, KIND, option_id, before, stored)
 
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, option_id: uuid.UUID) -> None:
-    before = public(await one(
-        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE o.id = $1 FOR UPDATE OF o", option_id,
-        "option",
-    ))
-    await conn.execute("DELETE FROM dhcp_options WHERE id = $1", option_id)
-    await audit.record(conn, actor, "delete", "option", option_id, before, None)
+    await children.delete(conn, actor, KIND, option_id)

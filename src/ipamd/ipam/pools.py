@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from typing import Any
 
 import asyncpg
 
 from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, subnets, validate
+from ipamd.ipam import children, ranges
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, set_clause, tenant_for_create
 
 COLUMNS = (
     "p.id, p.subnet_id, s.tenant_id, p.name, p.start_ip, p.end_ip, p.class_id, p.created_at, "
@@ -36,19 +34,7 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-def range_rules(net: ipaddress.IPv4Network, start: ipaddress.IPv4Address,
-                end: ipaddress.IPv4Address) -> None:
-    """A range of host addresses of the subnet, in order (422 naming the field)."""
-    for field, address in (("start_ip", start), ("end_ip", end)):
-        reason = validate.host_in(net, address)
-        if reason:
-            raise invalid(field, reason)
-    if end < start:
-        raise invalid("end_ip", f"{end} is before start_ip {start}")
-
-
-async def _fetch(conn: asyncpg.Connection, pool_id: uuid.UUID) -> asyncpg.Record:
-    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE p.id = $1", pool_id, "pool")
+KIND = children.Kind("pool", "pools", "p", COLUMNS, FROM, UPDATABLE, public)
 
 
 async def _check(
@@ -60,14 +46,9 @@ async def _check(
             "no pools"
         )
     start, end = p["start_ip"], p["end_ip"]
-    range_rules(subnet["cidr"], start, end)
+    ranges.range_rules(subnet["cidr"], start, end)
     shown = f"{start}-{end}"
-    other = await conn.fetchrow(
-        """SELECT id, name, start_ip, end_ip FROM pools
-           WHERE subnet_id = $1 AND range && inetrange($2, $3, '[]') AND id IS DISTINCT FROM $4
-           LIMIT 1""",
-        subnet["id"], start, end, own,
-    )
+    other = await ranges.overlapping(conn, "pools", subnet["id"], start, end, own)
     if other is not None:
         raise conflict(
             f"start_ip/end_ip: {shown} overlaps the pool {other['name']!r} "
@@ -76,11 +57,7 @@ async def _check(
     gateway = subnet["gateway"]
     if gateway is not None and start <= gateway <= end:
         raise conflict(f"start_ip/end_ip: {shown} contains the subnet's gateway {gateway}")
-    static = await conn.fetchrow(
-        """SELECT id, ip, hostname FROM assignments
-           WHERE subnet_id = $1 AND ip BETWEEN $2 AND $3 ORDER BY ip LIMIT 1""",
-        subnet["id"], start, end,
-    )
+    static = await ranges.lowest_inside(conn, "assignments", subnet["id"], start, end)
     if static is not None:
         raise conflict(
             f"start_ip/end_ip: {shown} contains the assignment {static['ip']} "
@@ -100,8 +77,7 @@ async def _check(
 async def create(
     conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID, fields: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet = await subnets.lock(conn, subnet_id)
-    await tenant_for_create(conn, fields.get("tenant_id"), subnet["tenant_id"])
+    subnet = await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
     p = {name: fields.get(name) for name in UPDATABLE}
     await _check(conn, subnet, p, None)
     new_id = await conn.fetchval(
@@ -109,20 +85,18 @@ async def create(
            VALUES ($1, $2, $3, $4, $5) RETURNING id""",
         subnet_id, p["name"], p["start_ip"], p["end_ip"], p["class_id"],
     )
-    out = public(await _fetch(conn, new_id))
-    await audit.record(conn, actor, "create", "pool", new_id, None, out)
-    return out
+    return await children.created(conn, actor, KIND, new_id)
 
 
 async def get(conn: asyncpg.Connection, pool_id: uuid.UUID) -> dict[str, Any]:
-    return public(await _fetch(conn, pool_id))
+    return await children.get(conn, KIND, pool_id)
 
 
 async def list_page(
     conn: asyncpg.Connection, subnet_id: uuid.UUID, class_id: uuid.UUID | None,
     after: uuid.UUID | None, limit: int,
 ) -> list[dict[str, Any]] | None:
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM subnets WHERE id = $1)", subnet_id):
+    if not await children.subnet_exists(conn, subnet_id):
         return None
     rows = await conn.fetch(
         f"""SELECT {COLUMNS} FROM {FROM}
@@ -138,27 +112,14 @@ async def list_page(
 async def update(
     conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID, changes: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet_id = await conn.fetchval("SELECT subnet_id FROM pools WHERE id = $1", pool_id)
-    if subnet_id is None:
-        await _fetch(conn, pool_id)  # raises the 404
-    subnet = await subnets.lock(conn, subnet_id)
-    current = await _fetch(conn, pool_id)
+    subnet, current = await children.lock_for_change(conn, KIND, pool_id)
     before = public(current)
     if not changes:
         return before
-    p = {name: current[name] for name in UPDATABLE} | changes
-    await _check(conn, subnet, p, pool_id)
-    clause, values = set_clause(changes, UPDATABLE)
-    await conn.execute(f"UPDATE pools SET {clause} WHERE id = $1", pool_id, *values)
-    after = public(await _fetch(conn, pool_id))
-    await audit.record(conn, actor, "update", "pool", pool_id, before, after)
-    return after
+    await _check(conn, subnet, {name: current[name] for name in UPDATABLE} | changes, pool_id)
+    return await children.write_change(conn, actor, KIND, pool_id, before, changes)
 
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID) -> None:
-    before = public(await one(
-        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE p.id = $1 FOR UPDATE OF p", pool_id, "pool"
-    ))
-    await conn.execute("DELETE FROM pools WHERE id = $1", pool_id)
-    await audit.record(conn, actor, "delete", "pool", pool_id, before, None)
+    await children.delete(conn, actor, KIND, pool_id)

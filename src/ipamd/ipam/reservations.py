@@ -10,9 +10,8 @@ from typing import Any
 import asyncpg
 
 from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, license, nextfree, occupancy, subnets, validate
+from ipamd.ipam import children, license, occupancy, validate
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, set_clause, tenant_for_create
 
 COLUMNS = (
     "r.id, r.subnet_id, s.tenant_id, r.ip, r.mac::text AS mac, r.duid, r.client_id, r.hostname, "
@@ -38,9 +37,7 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-async def _fetch(conn: asyncpg.Connection, reservation_id: uuid.UUID) -> asyncpg.Record:
-    return await one(conn, f"SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1", reservation_id,
-                     "reservation")
+KIND = children.Kind("reservation", "reservations", "r", COLUMNS, FROM, UPDATABLE, public)
 
 
 def _same_client(held: tuple[str | None, str | None], mac: str | None,
@@ -61,11 +58,7 @@ async def _check(
     if r["mac"] is None and r["duid"] is None:
         raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
     ip: ipaddress.IPv4Address = r["ip"]
-    reason = validate.host_in(subnet["cidr"], ip)
-    if reason:
-        raise invalid("ip", reason)
-    if ip == subnet["gateway"]:
-        raise conflict(f"ip: {ip} is the subnet's gateway")
+    children.host_rules(subnet, ip)
     for occupant in await occupancy.occupants(conn, subnet["id"], ip, skip_reservation=own):
         if occupant.kind == "pool":
             continue  # a reservation inside a pool is fine: the server skips it for others
@@ -99,18 +92,12 @@ async def create(
     fields: dict[str, Any],
 ) -> dict[str, Any]:
     await license.lock(conn)
-    subnet = await subnets.lock(conn, subnet_id)
-    await tenant_for_create(conn, fields.get("tenant_id"), subnet["tenant_id"])
+    subnet = await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
     r = {name: fields.get(name) for name in UPDATABLE}
     if r["ip"] is None:
         if r["mac"] is None and r["duid"] is None:
             raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
-        r["ip"] = await nextfree.lowest_free(conn, subnet_id, subnet["cidr"], subnet["gateway"])
-        if r["ip"] is None:
-            raise conflict(
-                f"ip: the subnet {subnet['cidr']} has no free address outside its pools and "
-                "excludes; give an ip"
-            )
+        r["ip"] = await children.lowest_free(conn, subnet)
     await _check(conn, subnet, r, None)
     await license.check_room(conn, grant)
     new_id = await conn.fetchval(
@@ -118,13 +105,11 @@ async def create(
            VALUES ($1, $2, $3::macaddr, $4, $5, $6) RETURNING id""",
         subnet_id, r["ip"], r["mac"], r["duid"], r["client_id"], r["hostname"],
     )
-    out = public(await _fetch(conn, new_id))
-    await audit.record(conn, actor, "create", "reservation", new_id, None, out)
-    return out
+    return await children.created(conn, actor, KIND, new_id)
 
 
 async def get(conn: asyncpg.Connection, reservation_id: uuid.UUID) -> dict[str, Any]:
-    return public(await _fetch(conn, reservation_id))
+    return await children.get(conn, KIND, reservation_id)
 
 
 @dataclass(frozen=True)
@@ -140,7 +125,7 @@ async def list_page(
     limit: int,
 ) -> list[dict[str, Any]] | None:
     """None when the subnet does not exist (404), else the page."""
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM subnets WHERE id = $1)", subnet_id):
+    if not await children.subnet_exists(conn, subnet_id):
         return None
     rows = await conn.fetch(
         f"""SELECT {COLUMNS} FROM {FROM}
@@ -159,13 +144,7 @@ async def list_page(
 async def update(
     conn: asyncpg.Connection, actor: str, reservation_id: uuid.UUID, changes: dict[str, Any]
 ) -> dict[str, Any]:
-    subnet_id = await conn.fetchval(
-        "SELECT subnet_id FROM reservations WHERE id = $1", reservation_id
-    )
-    if subnet_id is None:
-        await _fetch(conn, reservation_id)  # raises the 404
-    subnet = await subnets.lock(conn, subnet_id)
-    current = await _fetch(conn, reservation_id)
+    subnet, current = await children.lock_for_change(conn, KIND, reservation_id)
     before = public(current)
     if not changes:
         return before
@@ -175,19 +154,9 @@ async def update(
         "hostname": current["hostname"], **changes,
     }
     await _check(conn, subnet, r, reservation_id)
-    clause, values = set_clause(changes, UPDATABLE)
-    await conn.execute(f"UPDATE reservations SET {clause} WHERE id = $1", reservation_id,
-                       *values)
-    after = public(await _fetch(conn, reservation_id))
-    await audit.record(conn, actor, "update", "reservation", reservation_id, before, after)
-    return after
+    return await children.write_change(conn, actor, KIND, reservation_id, before, changes)
 
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, reservation_id: uuid.UUID) -> None:
-    before = public(await one(
-        conn, f"SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 FOR UPDATE OF r", reservation_id,
-        "reservation",
-    ))
-    await conn.execute("DELETE FROM reservations WHERE id = $1", reservation_id)
-    await audit.record(conn, actor, "delete", "reservation", reservation_id, before, None)
+    await children.delete(conn, actor, KIND, reservation_id)

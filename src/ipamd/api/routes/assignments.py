@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from ipamd.api import paging
-from ipamd.api.errors import not_found
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Description, Hostname, Id, IPv4, patch
 from ipamd.api.routes.ipam_models import AssignmentOut
 from ipamd.api.routes.license import entitlement
@@ -56,14 +56,8 @@ async def create_assignment(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
 )
 async def list_assignments(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
     q: AssignmentQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
     filters = assignments.Filters(ip=q.ip, hostname=q.hostname)
-    rows = await ctx.run(assignments.list_page, subnet_id, filters,
-                         after[0] if after else None, limit)
-    if rows is None:
-        raise not_found("subnet", str(subnet_id))
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.of_subnet(ctx, assignments.list_page, subnet_id, filters)
 
 
 @router.route(

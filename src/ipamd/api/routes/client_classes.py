@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Description, Id, MatchValue, Name, patch
 from ipamd.api.routes.ipam_models import ClientClassOut
 from ipamd.api.schemas import Page
@@ -58,11 +59,7 @@ async def create_client_class(ctx: RequestContext) -> Reply:
 )
 async def list_client_classes(ctx: RequestContext) -> dict[str, Any]:
     q: ClientClassQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    rows = await ctx.run(client_classes.list_page, q.tenant_id, q.match,
-                         after[0] if after else None, limit)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.by_id(ctx, client_classes.list_page, q.tenant_id, q.match)
 
 
 @router.route(

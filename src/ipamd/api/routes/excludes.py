@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from ipamd.api import paging
-from ipamd.api.errors import not_found
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Id, IPv4, patch
 from ipamd.api.routes.ipam_models import ExcludeOut
 from ipamd.api.schemas import Page
@@ -44,13 +44,7 @@ async def create_exclude(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     query=paging.PageQuery, response=Page[ExcludeOut], errors=(400, 401, 403, 404),
 )
 async def list_excludes(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
-    q: paging.PageQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    rows = await ctx.run(excludes.list_page, subnet_id, after[0] if after else None, limit)
-    if rows is None:
-        raise not_found("subnet", str(subnet_id))
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.of_subnet(ctx, excludes.list_page, subnet_id)
 
 
 @router.route(

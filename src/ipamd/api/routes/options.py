@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from ipamd.api import paging
-from ipamd.api.errors import not_found
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Id, VendorClass, patch
 from ipamd.api.routes.ipam_models import OptionOut
 from ipamd.api.schemas import Page
@@ -59,13 +59,7 @@ async def create_option(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
 )
 async def list_options(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
     q: OptionQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    rows = await ctx.run(options.list_page, subnet_id, q.code, after[0] if after else None,
-                         limit)
-    if rows is None:
-        raise not_found("subnet", str(subnet_id))
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.of_subnet(ctx, options.list_page, subnet_id, q.code)
 
 
 @router.route(

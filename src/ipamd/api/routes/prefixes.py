@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Cidr, CidrOrAddress, Description, Id, patch
 from ipamd.api.routes.ipam_models import PrefixOut, PrefixUtilisation
 from ipamd.api.schemas import Page
@@ -51,12 +52,9 @@ async def create_prefix(ctx: RequestContext) -> Reply:
 )
 async def list_prefixes(ctx: RequestContext) -> dict[str, Any]:
     q: PrefixQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
-    rows = await ctx.run(prefixes.list_page, filters, after[0] if after else None, limit)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.by_id(ctx, prefixes.list_page, filters)
 
 
 @router.route(

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from ipamd.api import paging
-from ipamd.api.errors import not_found
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import ClientId, Duid, Hostname, Id, IPv4, Mac, patch
 from ipamd.api.routes.ipam_models import ReservationOut
 from ipamd.api.routes.license import entitlement
@@ -68,14 +68,8 @@ async def create_reservation(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply
 )
 async def list_reservations(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
     q: ReservationQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
     filters = reservations.Filters(ip=q.ip, mac=q.mac, duid=q.duid, hostname=q.hostname)
-    rows = await ctx.run(reservations.list_page, subnet_id, filters,
-                         after[0] if after else None, limit)
-    if rows is None:
-        raise not_found("subnet", str(subnet_id))
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.of_subnet(ctx, reservations.list_page, subnet_id, filters)
 
 
 @router.route(

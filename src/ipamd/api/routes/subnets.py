@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import (
     BootFile,
     CidrOrAddress,
@@ -95,14 +96,11 @@ async def create_subnet(ctx: RequestContext) -> Reply:
 )
 async def list_subnets(ctx: RequestContext) -> dict[str, Any]:
     q: SubnetQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
     filters = subnets.Filters(
         tenant_id=q.tenant_id, prefix_id=q.prefix_id, cidr=q.cidr, contains=q.contains,
         within=q.within, dhcp_enabled=q.dhcp_enabled,
     )
-    rows = await ctx.run(subnets.list_page, filters, after[0] if after else None, limit)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.by_id(ctx, subnets.list_page, filters)
 
 
 @router.route(

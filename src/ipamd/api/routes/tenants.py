@@ -7,6 +7,7 @@ from typing import Any
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Description, Name, patch
 from ipamd.api.routes.ipam_models import TenantOut
 from ipamd.api.schemas import Page
@@ -44,10 +45,7 @@ async def create_tenant(ctx: RequestContext) -> Reply:
 )
 async def list_tenants(ctx: RequestContext) -> dict[str, Any]:
     q: TenantQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    rows = await ctx.run(tenants.list_page, q.name, after[0] if after else None, limit)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.by_id(ctx, tenants.list_page, q.name)
 
 
 @router.route(

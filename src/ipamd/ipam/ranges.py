@@ -1,0 +1,47 @@
+"""Rules for the address ranges of a subnet (pools and excludes): shape, overlap, content."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+
+import asyncpg
+
+from ipamd.api.errors import invalid
+from ipamd.ipam import validate
+
+
+def range_rules(net: ipaddress.IPv4Network, start: ipaddress.IPv4Address,
+                end: ipaddress.IPv4Address) -> None:
+    """A range of host addresses of the subnet, in order (422 naming the field)."""
+    for field, address in (("start_ip", start), ("end_ip", end)):
+        reason = validate.host_in(net, address)
+        if reason:
+            raise invalid(field, reason)
+    if end < start:
+        raise invalid("end_ip", f"{end} is before start_ip {start}")
+
+
+async def overlapping(
+    conn: asyncpg.Connection, table: str, subnet_id: uuid.UUID,
+    start: ipaddress.IPv4Address, end: ipaddress.IPv4Address, own: uuid.UUID | None,
+) -> asyncpg.Record | None:
+    """Another range of ``table`` (pools or excludes; from code) in the subnet that overlaps."""
+    return await conn.fetchrow(
+        f"""SELECT * FROM {table}
+            WHERE subnet_id = $1 AND range && inetrange($2, $3, '[]') AND id IS DISTINCT FROM $4
+            LIMIT 1""",
+        subnet_id, start, end, own,
+    )
+
+
+async def lowest_inside(
+    conn: asyncpg.Connection, table: str, subnet_id: uuid.UUID,
+    start: ipaddress.IPv4Address, end: ipaddress.IPv4Address,
+) -> asyncpg.Record | None:
+    """The lowest single-address row of ``table`` (assignments or reservations) in the range."""
+    return await conn.fetchrow(
+        f"""SELECT * FROM {table}
+            WHERE subnet_id = $1 AND ip BETWEEN $2 AND $3 ORDER BY ip LIMIT 1""",
+        subnet_id, start, end,
+    )
