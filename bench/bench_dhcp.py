@@ -78,6 +78,11 @@ class Result:
     drops_ra: int = 0
     avg_ms: float | None = None   # Discover→Offer avg + Request→Ack avg (one DORA)
     max_ms: float | None = None   # worst Discover→Offer + worst Request→Ack
+    load: float | None = None     # 1-minute load average when the run started
+    # Datagrams the kernel dropped because a socket's receive buffer was full, during the
+    # run: at the server (srv namespace) and at perfdhcp (rly namespace).
+    overflow_srv: int = 0
+    overflow_rly: int = 0
     note: str = ""
 
     @property
@@ -148,6 +153,7 @@ class Rig:
     pg_proc: subprocess.Popen[Any] | None = None
     kea_severity: str = "WARN"
     counter: int = 0
+    ipamd_dhcp: tuple[tuple[str, str], ...] = ()  # extra [dhcp] keys (TOML values)
 
     def psql(self, database: str, sql: str) -> str:
         done = subprocess.run(
@@ -166,6 +172,14 @@ class Rig:
         self.psql("postgres", f"CREATE DATABASE {name}" + (f" TEMPLATE {template}"
                                                            if template else ""))
         return name
+
+    def udp_overflows(self, ns: str) -> int:
+        """UDP RcvbufErrors of a namespace (its own /proc/net/snmp): full socket buffers."""
+        done = self.lab.run(ns, ["cat", "/proc/net/snmp"], timeout=10, check=False)
+        rows = [line.split() for line in done.stdout.splitlines() if line.startswith("Udp:")]
+        if len(rows) < 2 or "RcvbufErrors" not in rows[0]:
+            return 0
+        return int(rows[1][rows[0].index("RcvbufErrors")])
 
     def drop_database(self, name: str) -> None:
         with contextlib.suppress(BenchError):
@@ -315,6 +329,7 @@ def kea(rig: Rig, backend: str, threads: int, label: str) -> Any:
 def ipamd_config(rig: Rig, database: str) -> Path:
     rig.counter += 1
     dsn = rig.pg.dsn(database)
+    extra = "".join(f"{key} = {value}\n" for key, value in rig.ipamd_dhcp)
     text = f"""# written by bench/bench_dhcp.py
 state_dir = "{rig.work / 'ipamd-state'}"
 
@@ -328,7 +343,7 @@ loopback_listen = "127.0.0.1:{API_PORT}"
 [dhcp]
 listen = ["{SERVER_IP}:67"]
 trusted_relays = ["{RELAY_IP}/32"]
-
+{extra}
 [logging]
 level = "WARNING"
 access_log = false
@@ -411,13 +426,26 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         backend = "memfile" if server == "kea-mem" else "pgsql"
         starter = kea(rig, backend, 4 if server == "kea-pg-mt" else 1, label)
     with starter:
+        load = load_average()
+        before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
                             "-W", "1000000", timeout=args.period + 60)
+        after = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
     (rig.out / f"{label}.perfdhcp.txt").write_text(done.stdout + done.stderr)
     if done.returncode not in (0, 3):  # 3: some exchanges did not complete (drops)
-        return Result(server, rate, note=f"perfdhcp failed ({done.returncode}): "
+        return Result(server, rate, load=load, note=f"perfdhcp failed ({done.returncode}): "
                       f"{(done.stderr or done.stdout).strip()[-200:]}")
-    return to_result(server, rate, args.period, parse_perfdhcp(done.stdout))
+    result = to_result(server, rate, args.period, parse_perfdhcp(done.stdout))
+    result.load = load
+    result.overflow_srv, result.overflow_rly = after[0] - before[0], after[1] - before[1]
+    return result
+
+
+def load_average() -> float | None:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def best_clean(results: list[Result], server: str, max_drop_pct: float = 0.0) -> Result | None:
@@ -442,7 +470,8 @@ def ratio(a: float | None, b: float | None) -> str:
 
 def table(results: list[Result], servers: list[str]) -> str:
     rows = [f"{'rate':>6}  {'server':<10} {'DORA/s':>9} {'drops':>7} {'drop%':>6} "
-            f"{'avg ms':>8} {'max ms':>8}  {'vs kea-pg':>9} {'vs kea-mem':>10}  note"]
+            f"{'avg ms':>8} {'max ms':>8}  {'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} "
+            f"{'ovfl srv/rly':>12}  note"]
     for rate in sorted({r.rate for r in results}):
         at = {r.server: r for r in results if r.rate == rate}
         for server in servers:
@@ -454,12 +483,15 @@ def table(results: list[Result], servers: list[str]) -> str:
             vs_pg = "" if server == "kea-pg" else ratio(r.dora_per_s, pg.dora_per_s if pg else None)
             vs_mem = "" if server == "kea-mem" else ratio(r.dora_per_s,
                                                           mem.dora_per_s if mem else None)
+            overflows = f"{r.overflow_srv}/{r.overflow_rly}"
             rows.append(
                 f"{rate:>6}  {server:<10} {fmt(r.dora_per_s, 1):>9} {r.drops:>7} "
                 f"{r.drop_pct:>5.1f}% {fmt(r.avg_ms, 2):>8} {fmt(r.max_ms, 1):>8}  "
-                f"{vs_pg:>9} {vs_mem:>10}  {r.note}"
+                f"{vs_pg:>9} {vs_mem:>10} {fmt(r.load, 1):>5} {overflows:>12}  {r.note}"
             )
         rows.append("")
+    rows.append("load: 1-minute load average at the start of the run (2 cores); ovfl srv/rly: "
+                "datagrams dropped by a full socket buffer at the server / at perfdhcp")
     rows.append("summary: highest achieved DORA/s with zero drops, with at most 1% drops, "
                 "and the peak (offered rate in brackets)")
     for server in servers:
@@ -512,7 +544,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="Kea's log severity (its logs land in the results folder)")
     parser.add_argument("--servers", default=",".join(DEFAULT_SERVERS),
                         help=f"comma-separated, from {', '.join(ALL_SERVERS)}")
+    parser.add_argument("--ipamd-dhcp", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra [dhcp] key for ipamd, VALUE in TOML "
+                             "(e.g. commit_window_us=500); repeatable")
     args = parser.parse_args(argv)
+    pairs = []
+    for item in args.ipamd_dhcp:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier() or not value.strip():
+            parser.error(f"--ipamd-dhcp takes KEY=VALUE, not {item!r}")
+        pairs.append((key.strip(), value.strip()))
+    args.ipamd_dhcp_pairs = tuple(pairs)
     args.rate_list = [int(r) for r in args.rates.split(",") if r]
     args.server_list = [s for s in args.servers.split(",") if s]
     unknown = set(args.server_list) - set(ALL_SERVERS)
@@ -538,7 +580,9 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     print(f"DHCP bench: rates {args.rate_list}, {args.period} s each, {args.clients} clients, "
           f"servers {args.server_list}, PostgreSQL "
-          f"{'NOT durable' if args.pg_nondurable else 'durable'}; logs in {out}", flush=True)
+          f"{'NOT durable' if args.pg_nondurable else 'durable'}"
+          + (f", ipamd [dhcp] {', '.join(args.ipamd_dhcp)}" if args.ipamd_dhcp else "")
+          + f"; logs in {out}", flush=True)
     pg_proc = None
     try:
         with netns.lab() as lab:
@@ -546,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
             lab.veth("b", srv, rly, f"{SERVER_IP}/16", f"{RELAY_IP}/16")
             cluster, pg_proc = start_postgres(work, durable=not args.pg_nondurable)
             rig = Rig(lab=lab, srv=srv, rly=rly, work=work, out=out, pg=cluster,
-                      pg_proc=pg_proc, kea_severity=args.kea_log)
+                      pg_proc=pg_proc, kea_severity=args.kea_log,
+                      ipamd_dhcp=args.ipamd_dhcp_pairs)
             template = ipamd_template(rig) if "ipamd" in args.server_list else None
             for server in args.server_list:
                 for rate in args.rate_list:
@@ -557,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(result)
                     print(f"  {server:<10} r={rate:<6} DORA/s {fmt(result.dora_per_s, 1):>9}"
                           f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
-                          f"  {result.note}", flush=True)
+                          f"  load {fmt(result.load, 1)}  {result.note}", flush=True)
                     if result.dora_per_s is None and "no DHCP answer" in result.note:
                         print(f"  {server}: not answering; skipping its other rates", flush=True)
                         break

@@ -10,6 +10,7 @@ insert is reported back with the rows that refused it, so the caller can pick ag
 from __future__ import annotations
 
 import uuid
+from functools import cache
 from operator import attrgetter
 from typing import Any
 
@@ -126,24 +127,30 @@ def event_ctes(source: str, event: str) -> str:
 # Every kind of change of a batch in one statement: one round trip and, outside a
 # transaction, one commit (one WAL flush) for the lot. The CTEs touch disjoint leases
 # (one op per client per batch, new rows only for new addresses), so they need not see
-# each other's effects. Outcome rows: (kind, i, lease_id, event, expires).
-_MAIN = f"""
-WITH end_r AS (
-    SELECT * FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[], $5::text[],
-                         $6::int4[]) AS r(i, subnet_id, ip, client_key, new_state, seconds)
+# each other's effects. Outcome rows: (kind, i, lease_id, event, expires, and for inserts
+# the row's ip, client_key and subnet_id, by which it is matched to its op).
+#
+# The statement holds only the parts the batch needs (``_main_sql``): a batch of Offers is
+# a plain insert that fires no event trigger, a batch of Acks has no insert. Executing a
+# part with no rows still costs its plan nodes and its statement triggers (about half of
+# the statement at light load, measured), and each shape is prepared once per connection.
+_END = """end_r AS (
+    SELECT * FROM unnest({0}::int4[], {1}::uuid[], {2}::int8[], {3}::bytea[], {4}::text[],
+                         {5}::int4[]) AS r(i, subnet_id, ip, client_key, new_state, seconds)
 ), ended AS (
     -- Release: the client's active lease. Decline: its offered or active lease.
     UPDATE leases l SET state = r.new_state, updated_at = now(),
         expires_at = CASE WHEN r.new_state = 'declined'
                           THEN now() + make_interval(secs => r.seconds) ELSE now() END
     FROM end_r r
-    WHERE l.subnet_id = r.subnet_id AND l.ip = {_ZERO} + r.ip AND l.client_key = r.client_key
+    WHERE l.subnet_id = r.subnet_id AND l.ip = ZERO + r.ip AND l.client_key = r.client_key
       AND (l.state = 'active' OR (l.state = 'offered' AND r.new_state = 'declined'))
     RETURNING r.i, l.*, r.new_state AS event
-), ack_r AS (
-    SELECT * FROM unnest($7::int4[], $8::uuid[], $9::int8[], $10::bytea[], $11::int4[],
-                         $12::text[], $13::text[], $14::bytea[], $15::bytea[], $16::int8[],
-                         $17::text[], $18::bytea[], $19::text[])
+)"""
+_ACK = """ack_r AS (
+    SELECT * FROM unnest({0}::int4[], {1}::uuid[], {2}::int8[], {3}::bytea[], {4}::int4[],
+                         {5}::text[], {6}::text[], {7}::bytea[], {8}::bytea[], {9}::int8[],
+                         {10}::text[], {11}::bytea[], {12}::text[])
         AS r(i, subnet_id, ip, client_key, seconds, hostname, fqdn, circuit_id, remote_id,
              giaddr, mac, client_id, duid)
 ), acked AS (
@@ -153,49 +160,78 @@ WITH end_r AS (
         starts_at = CASE WHEN old.state = 'offered' THEN now() ELSE l.starts_at END,
         expires_at = now() + make_interval(secs => r.seconds),
         hostname = coalesce(r.hostname, l.hostname), fqdn = coalesce(r.fqdn, l.fqdn),
-        circuit_id = r.circuit_id, remote_id = r.remote_id, giaddr = {_ZERO} + r.giaddr,
+        circuit_id = r.circuit_id, remote_id = r.remote_id, giaddr = ZERO + r.giaddr,
         mac = coalesce(r.mac::macaddr, l.mac), client_id = coalesce(r.client_id, l.client_id),
         duid = coalesce(r.duid, l.duid), updated_at = now()
     FROM ack_r r, leases old
-    WHERE l.subnet_id = r.subnet_id AND l.ip = {_ZERO} + r.ip AND l.client_key = r.client_key
+    WHERE l.subnet_id = r.subnet_id AND l.ip = ZERO + r.ip AND l.client_key = r.client_key
       AND l.state IN ('offered', 'active') AND old.lease_id = l.lease_id
     RETURNING r.i, l.*,
         CASE WHEN old.state = 'offered' THEN 'granted' ELSE 'renewed' END AS event
-), held AS (
+)"""
+_HOLD = """held AS (
     UPDATE leases l SET expires_at = now() + make_interval(secs => r.seconds),
         updated_at = now()
-    FROM unnest($20::int4[], $21::uuid[], $22::int4[]) AS r(i, lease_id, seconds)
+    FROM unnest({0}::int4[], {1}::uuid[], {2}::int4[]) AS r(i, lease_id, seconds)
     WHERE l.lease_id = r.lease_id AND l.state = 'offered'
     RETURNING r.i, l.expires_at
-), ins_r AS (
-    SELECT * FROM unnest($23::int4[], $24::uuid[], $25::int8[], $26::bytea[], $27::text[],
-                         $28::int4[], $29::text[], $30::text[], $31::bytea[], $32::bytea[],
-                         $33::int8[], $34::text[], $35::bytea[], $36::text[])
+)"""
+_INSERT = """ins_r AS (
+    SELECT * FROM unnest({0}::int4[], {1}::uuid[], {2}::int8[], {3}::bytea[], {4}::text[],
+                         {5}::int4[], {6}::text[], {7}::text[], {8}::bytea[], {9}::bytea[],
+                         {10}::int8[], {11}::text[], {12}::bytea[], {13}::text[])
         AS r(i, subnet_id, ip, client_key, state, seconds, hostname, fqdn, circuit_id,
              remote_id, giaddr, mac, client_id, duid)
 ), inserted AS (
     -- The unique indexes on live leases judge: a refused row is simply not returned.
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, client_id, duid, hostname, fqdn,
                         circuit_id, remote_id, giaddr, starts_at, expires_at)
-    SELECT subnet_id, {_ZERO} + ip, state, client_key, mac::macaddr, client_id, duid,
-           hostname, fqdn, circuit_id, remote_id, {_ZERO} + giaddr, now(),
+    SELECT subnet_id, ZERO + ip, state, client_key, mac::macaddr, client_id, duid,
+           hostname, fqdn, circuit_id, remote_id, ZERO + giaddr, now(),
            now() + make_interval(secs => seconds)
     FROM ins_r ORDER BY subnet_id, ip
     ON CONFLICT DO NOTHING
     RETURNING *, CASE WHEN state = 'active' THEN 'granted' END AS event
-), changed AS (
-    SELECT {_LEASE_COLUMNS}, event FROM ended
-    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM acked
-    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM inserted
-){event_ctes("changed", "event")}
-SELECT {RELEASE} AS kind, i, lease_id, event, date_part('epoch', expires_at) AS expires
-FROM ended
-UNION ALL SELECT {ACK}, i, lease_id, event, date_part('epoch', expires_at) FROM acked
-UNION ALL SELECT {HOLD}, i, NULL, NULL, date_part('epoch', expires_at) FROM held
-UNION ALL SELECT {OFFER}, r.i, n.lease_id, n.event, date_part('epoch', n.expires_at)
-FROM inserted n JOIN ins_r r ON r.subnet_id = n.subnet_id AND n.ip = {_ZERO} + r.ip
-    AND r.client_key = n.client_key
-"""
+)"""
+# Inserted rows are matched to their ops by (subnet, address, client) in Python: joining
+# them back to ins_r in SQL is a nested loop over two CTEs, quadratic in the batch.
+_OUTCOMES = {
+    "ended": f"SELECT {RELEASE} AS kind, i, lease_id, event, "
+             "date_part('epoch', expires_at) AS expires, NULL::int8 AS ip, "
+             "NULL::bytea AS client_key, NULL::uuid AS subnet_id FROM ended",
+    "acked": f"SELECT {ACK}, i, lease_id, event, date_part('epoch', expires_at), NULL::int8, "
+             "NULL::bytea, NULL::uuid FROM acked",
+    "held": f"SELECT {HOLD}, i, NULL::uuid, NULL::text, date_part('epoch', expires_at), "
+            "NULL::int8, NULL::bytea, NULL::uuid FROM held",
+    "inserted": f"SELECT {OFFER}, NULL::int4, lease_id, event, date_part('epoch', expires_at), "
+                "ip - ZERO, client_key, subnet_id FROM inserted",
+}
+# (CTE text, its parameter count, its output CTE) per part, in statement order.
+_PARTS = ((_END, 6, "ended"), (_ACK, 13, "acked"), (_HOLD, 3, "held"), (_INSERT, 14, "inserted"))
+
+
+@cache
+def _main_sql(present: tuple[bool, bool, bool, bool], events: bool) -> str:
+    """The statement for the parts present (ends, acks, holds, inserts); ``events`` adds the
+    lease_events and ``events`` rows of the changed leases (ends, acks, active inserts)."""
+    ctes: list[str] = []
+    outputs: list[str] = []
+    param = 1
+    for (text, count, output), wanted in zip(_PARTS, present, strict=True):
+        if not wanted:
+            continue
+        ctes.append(text.format(*(f"${param + k}" for k in range(count))))
+        param += count
+        outputs.append(output)
+    sql = "WITH " + ",\n".join(ctes)
+    if events:
+        changed = [o for o in outputs if o != "held"]
+        sql += ", changed AS (\n" + "\n    UNION ALL ".join(
+            f"SELECT {_LEASE_COLUMNS}, event FROM {o}" for o in changed) + "\n)"
+        sql += event_ctes("changed", "event")
+    sql += "\n" + "\nUNION ALL ".join(_OUTCOMES[o] for o in outputs)
+    return sql.replace("ZERO", _ZERO)
+
 
 # Before a new lease for a client whose address changed (a reservation appeared, its
 # address left the pools): end the client's other live lease. One that was only offered
@@ -220,13 +256,22 @@ SELECT i, lease_id, true AS was_active FROM ended
 UNION ALL SELECT i, lease_id, false FROM gone
 """
 
-# The live leases standing in the way of refused inserts (same address or same client).
+# The live leases standing in the way of refused inserts (same address or same client):
+# two lookups, each on its unique index (one condition with OR could use neither).
 _BLOCKERS = f"""
-SELECT DISTINCT r.i, l.lease_id, l.subnet_id, l.ip - {_ZERO} AS ip, l.state, l.client_key,
+WITH r AS (
+    SELECT * FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[])
+        AS r(i, subnet_id, ip, client_key)
+)
+SELECT r.i, l.lease_id, l.subnet_id, l.ip - {_ZERO} AS ip, l.state, l.client_key,
        date_part('epoch', l.expires_at) AS expires
-FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[]) AS r(i, subnet_id, ip, client_key)
-JOIN leases l ON l.subnet_id = r.subnet_id AND l.state IN ('offered', 'active', 'declined')
-    AND (l.ip = {_ZERO} + r.ip OR (l.client_key = r.client_key AND l.state <> 'declined'))
+FROM r JOIN leases l ON l.subnet_id = r.subnet_id AND l.ip = {_ZERO} + r.ip
+    AND l.state IN ('offered', 'active', 'declined')
+UNION
+SELECT r.i, l.lease_id, l.subnet_id, l.ip - {_ZERO}, l.state, l.client_key,
+       date_part('epoch', l.expires_at)
+FROM r JOIN leases l ON l.subnet_id = r.subnet_id AND l.client_key = r.client_key
+    AND l.state IN ('offered', 'active')
 """
 
 _ACK_FIELDS = ("subnet_id", "ip", "client_key", "seconds", "hostname", "fqdn", "circuit_id",
@@ -259,15 +304,25 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
             holds.append((i, op))
         else:
             ends.append((i, op))
-    end_cols = [[i for i, _ in ends], [op.subnet_id for _, op in ends],
-                [op.ip for _, op in ends], [op.client_key for _, op in ends],
-                ["released" if op.kind == RELEASE else "declined" for _, op in ends],
-                [op.seconds for _, op in ends]]
-    rows = await conn.fetch(
-        _MAIN, *end_cols, *_columns(acks, _ACK_FIELDS), *_columns(holds, ("lease_id", "seconds")),
-        *_columns(inserts, _INSERT_FIELDS),
-    )
-    for kind, i, lease_id, event, expires in rows:
+    args: list[list[Any]] = []
+    if ends:
+        args += [[i for i, _ in ends], [op.subnet_id for _, op in ends],
+                 [op.ip for _, op in ends], [op.client_key for _, op in ends],
+                 ["released" if op.kind == RELEASE else "declined" for _, op in ends],
+                 [op.seconds for _, op in ends]]
+    if acks:
+        args += _columns(acks, _ACK_FIELDS)
+    if holds:
+        args += _columns(holds, ("lease_id", "seconds"))
+    if inserts:
+        args += _columns(inserts, _INSERT_FIELDS)
+    events = bool(ends or acks) or any(op.state == "active" for _, op in inserts)
+    sql = _main_sql((bool(ends), bool(acks), bool(holds), bool(inserts)), events)
+    rows = await conn.fetch(sql, *args)
+    by_key = {(op.subnet_id, op.ip, op.client_key): i for i, op in inserts} if inserts else {}
+    for kind, i, lease_id, event, expires, ip, client_key, subnet_id in rows:
+        if i is None:
+            i = by_key[(subnet_id, ip, client_key)]
         op = ops[i]
         op.ok = True
         op.expires = expires
@@ -277,16 +332,12 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
 
 
 async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
-    """Apply a batch; fills each op's outcome. Not inside a transaction: see _MAIN.
+    """Apply a batch; fills each op's outcome. Not inside a transaction: see _main_sql.
 
     The rare cases take more statements: a supersede runs first, in one transaction with
     the rest; an Ack for an address with no prior offer (``may_insert``) that found no
     lease becomes an insert; refused inserts fetch the leases that refused them.
     """
-    # With a constant array PostgreSQL estimates unnest's rows exactly, so it keeps
-    # re-planning this big statement for each batch (milliseconds); its best plan does not
-    # depend on the batch. The pool's reset (RESET ALL) undoes this when the unit ends.
-    await conn.execute("SET plan_cache_mode = force_generic_plan")
     supersedes = [(i, op) for i, op in enumerate(ops) if op.supersede]
     if supersedes:
         async with conn.transaction():

@@ -1,11 +1,22 @@
 """Group commit: concurrent DHCP transactions share one database transaction.
 
 Packets hand their ``Op`` to ``submit`` (no task, no channel: a list append). A few
-worker tasks each take what has queued up — waiting a short window (a few hundred µs)
-unless ``batch_max`` is already there — and commit the lot with one crossing into
-asyncio (``allocator.commit``: one set statement per kind of change). Only after that
-commit are the waiters' replies built and sent, so an Ack is never ahead of its lease.
-With several workers, one batch is being built while another is in the database.
+worker tasks each take what has queued up and commit the lot with one crossing into
+asyncio (``allocator.commit``: one statement per batch). Only after that commit are the
+waiters' replies built and sent, so an Ack is never ahead of its lease.
+
+A worker that finds the database idle commits at once: at light load a window would only
+add its length to every answer. While another batch is in the database, the worker waits
+a short window (unless ``batch_max`` is already there) so that the load forms batches;
+with several workers one batch is being built while another is in the database. The
+batches run on the committer's own sessions (``sessions``), not the shared pool.
+
+Discovers queue behind everything else: a batch takes the waiting Requests (Releases,
+Declines) first, so that under overload a client that was offered an address gets its
+Ack instead of waiting behind new clients. Ops that waited longer than ``stale_seconds``
+when their batch is formed are not written but handed to ``on_stale``: their clients have
+retransmitted or given up, and the database time goes to requests that can still be
+answered in time.
 """
 
 from __future__ import annotations
@@ -20,6 +31,8 @@ import trio
 from ipamd.db.bridge import Database
 from ipamd.dhcp import allocator
 from ipamd.dhcp.context import Tx
+from ipamd.dhcp.options import DISCOVER
+from ipamd.dhcp.sessions import open_commit_db
 
 log = logging.getLogger("ipamd.dhcp.commit")
 
@@ -36,53 +49,92 @@ class Committer:
         batch_max: int,
         window_seconds: float,
         workers: int,
+        stale_seconds: float = 0.0,
+        on_stale: Callable[[Sequence[Tx]], None] | None = None,
     ) -> None:
         self.db = db
         self.on_done = on_done
+        self.on_stale = on_stale
+        self.stale = stale_seconds
         self.batch_max = batch_max
         self.window = window_seconds
         self.workers = workers
         self.busy_seconds = 0.0  # time batches spent in the database (commit included)
-        self._queue: list[Tx] = []
+        self.in_flight = 0  # batches in the database now
+        self._sessions: Database | None = None
+        self._queue: list[Tx] = []  # first served: Requests, Releases, Declines
+        self._later: list[Tx] = []  # Discovers
         self._lot = trio.lowlevel.ParkingLot()
 
     def submit(self, tx: Tx) -> None:
-        self._queue.append(tx)
-        if self._lot.statistics().tasks_waiting:
+        (self._later if tx.mtype == DISCOVER else self._queue).append(tx)
+        if self._lot:  # a parked worker (len of the lot: cheaper than its statistics())
             self._lot.unpark()
 
     @property
     def queued(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._later)
+
+    def waited(self, now: float) -> float:
+        """How long the oldest queued op has waited (s), by ``Tx.born``; 0 when none."""
+        heads = [q[0].born for q in (self._queue, self._later) if q]
+        return now - min(heads) if heads else 0.0
+
+    def _take(self) -> list[Tx]:
+        queue, later, size = self._queue, self._later, self.batch_max
+        batch = queue[:size]
+        del queue[:size]
+        room = size - len(batch)
+        if room and later:
+            batch += later[:room]
+            del later[:room]
+        return batch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            for _ in range(self.workers):
-                nursery.start_soon(self._worker)
-            task_status.started()
+        self._sessions = await open_commit_db(self.db, self.workers)
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.workers):
+                    nursery.start_soon(self._worker)
+                task_status.started()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await self._sessions.close()
 
     async def _worker(self) -> None:
-        queue = self._queue
         while True:
-            while not queue:
+            while not self.queued:
                 await self._lot.park()
-            if self.window and len(queue) < self.batch_max:
+            if self.in_flight and self.window and self.queued < self.batch_max:
                 await trio.sleep(self.window)
-            batch = queue[: self.batch_max]
-            del queue[: self.batch_max]
+            batch = self._take()
+            if self.stale and batch:
+                batch = self._fresh(batch)
             if not batch:
                 continue
-            if queue and self._lot.statistics().tasks_waiting:
+            if self.queued and self._lot:
                 self._lot.unpark()  # more than one batch waiting: let another worker start
             started = time.perf_counter()
-            ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
+            self.in_flight += 1
+            try:
+                ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
+            finally:
+                self.in_flight -= 1
             self.busy_seconds += time.perf_counter() - started
             self.on_done(batch, ok)
+
+    def _fresh(self, batch: list[Tx]) -> list[Tx]:
+        # Every op is checked: a retried pick goes to the back with its first time.
+        limit = time.monotonic() - self.stale
+        fresh = [tx for tx in batch if tx.born >= limit]
+        if len(fresh) < len(batch) and self.on_stale is not None:
+            self.on_stale([tx for tx in batch if tx.born < limit])
+        return fresh
 
     async def _commit(self, ops: list[allocator.Op]) -> bool:
         for attempt in (1, 2):
             try:
-                await self.db.run(allocator.commit, ops)
+                await self._sessions.run(allocator.commit, ops)  # type: ignore[union-attr]
                 return True
             except _RETRYABLE as error:
                 log.info("lease batch of %d hit %s (attempt %d)", len(ops),

@@ -32,22 +32,25 @@ class Endpoint:
     interface: str | None = None  # a directly attached segment served on this device
     interface_ip: int = 0  # that interface's address: its subnet is the link's
     pktinfo: bool = False  # wildcard bind: each packet's local address comes from IP_PKTINFO
+    # How long the last sampled packet waited in this socket's queue (s); 0 once drained.
+    queue_age: float = 0.0
 
 
 class Tx:
     """One received packet on its way through the stages."""
 
     __slots__ = (
-        "attempts", "circuit_id", "classes", "client_key", "endpoint", "fqdn", "hostname",
-        "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "src_ip", "src_port",
-        "subnet",
+        "attempts", "born", "circuit_id", "classes", "client_key", "endpoint", "fqdn",
+        "hostname", "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "src_ip",
+        "src_port", "subnet",
     )
 
     def __init__(
         self, msg: DhcpMessage, mtype: int, src_ip: int, src_port: int, endpoint: Endpoint,
-        local_ip: int = 0,
+        local_ip: int = 0, born: float = 0.0,
     ) -> None:
         self.msg = msg
+        self.born = born  # time.monotonic() when the server read the packet
         self.mtype = mtype
         self.src_ip = src_ip
         self.src_port = src_port

@@ -24,6 +24,8 @@ DROP_REASONS = frozenset(
         "dhcp_disabled",  # the subnet has dhcp_enabled = false
         "no_address",  # pools exhausted or none matches the client's classes
         "client_busy",  # the client's previous packet is still being committed
+        "overload",  # a Discover while packets wait longer than dhcp.overload_wait_ms
+        "stale",  # waited longer than dhcp.stale_wait_ms (socket queue or commit queue)
         "unknown_lease",  # Release/Decline for no live lease of this client
         "bad_request",  # Request with neither requested address nor ciaddr, etc.
         "conflict_retries",  # the database refused our picks too many times

@@ -2,7 +2,8 @@
 
 Non-blocking stdlib sockets: the receive loop drains each with plain ``recvfrom`` and
 parks on trio's ``wait_readable`` only when it is empty, so a busy server pays no
-scheduler round trip per packet.
+scheduler round trip per packet. The kernel stamps each datagram with its arrival time
+(SO_TIMESTAMPNS); the receive loop samples it to see how long packets wait in the queue.
 """
 
 from __future__ import annotations
@@ -22,19 +23,23 @@ _RCVBUF = 4 << 20
 _IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)
 _SO_BINDTODEVICE = getattr(socket, "SO_BINDTODEVICE", 25)
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # also its control message type
+_TIMESPEC = struct.Struct("@qq")
 
 
 def _udp() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
-    # Bursts (thousands of clients after a power cut) must queue, not drop.
+    # Bursts (thousands of clients after a power cut) must queue, not drop; what waits
+    # too long is shed by age (dhcp.stale_wait_ms), not by the size of this buffer.
     for option in (_SO_RCVBUFFORCE, socket.SO_RCVBUF):
         try:
             sock.setsockopt(socket.SOL_SOCKET, option, _RCVBUF)
             break
         except OSError:
             continue
+    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     sock.setblocking(False)
     return sock
 
@@ -86,9 +91,14 @@ def open_interface(name: str, port: int) -> Endpoint:
     return Endpoint(sock=sock, local_ip=0, port=port, interface=name, interface_ip=address)
 
 
-def pktinfo_local(ancdata: list[tuple[int, int, bytes]]) -> int:
-    """ipi_spec_dst of an IP_PKTINFO control message: the local address of the packet."""
+def ancillary(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, float]:
+    """(ipi_spec_dst of IP_PKTINFO: the packet's local address, or 0; the kernel's arrival
+    time in epoch seconds, or 0.0)."""
+    local, stamp = 0, 0.0
     for level, kind, data in ancdata:
         if level == socket.IPPROTO_IP and kind == _IP_PKTINFO and len(data) >= 12:
-            return int.from_bytes(data[4:8], "big")
-    return 0
+            local = int.from_bytes(data[4:8], "big")
+        elif level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= 16:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
+            stamp = seconds + nanoseconds * 1e-9
+    return local, stamp

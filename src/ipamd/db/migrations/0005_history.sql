@@ -81,6 +81,27 @@ DECLARE
     rounds integer;
 BEGIN
     SELECT max(n) INTO rounds FROM (SELECT count(*) AS n FROM new_events GROUP BY lease_id) c;
+    -- The common statement: new grants only, none of their leases with an open interval.
+    -- The fold below would only insert; this insert alone skips preparing its three
+    -- updates (each opens every index of lease_intervals), which cost more than the work
+    -- when a DHCP batch is small. Same rows, in the fold's order.
+    -- (The lateral LIMIT keeps the look-up a probe of lease_intervals_open per event.)
+    IF rounds = 1 AND NOT EXISTS (
+        SELECT 1 FROM new_events ev
+          LEFT JOIN LATERAL (
+              SELECT 1 AS found FROM lease_intervals
+               WHERE lease_id = ev.lease_id AND to_at IS NULL LIMIT 1) o ON true
+         WHERE ev.event <> 'granted' OR o.found IS NOT NULL)
+    THEN
+        INSERT INTO lease_intervals (lease_id, subnet_id, ip, mac, client_id, duid, hostname,
+                                     fqdn, circuit_id, remote_id, giaddr, from_at, state,
+                                     expires_at, declined_at, map_head)
+        SELECT lease_id, subnet_id, ip, mac, client_id, lower(translate(duid, ':-. ', '')),
+               hostname, fqdn, circuit_id, remote_id, giaddr, at, 'active', expires_at, NULL,
+               history_map_head(ip, mac, hostname, fqdn)
+          FROM new_events ORDER BY lease_id, at, id;
+        RETURN NULL;
+    END IF;
     FOR round IN 1 .. coalesce(rounds, 0) LOOP
         WITH e AS (
             SELECT ev.*, lower(translate(ev.duid, ':-. ', '')) AS nduid,

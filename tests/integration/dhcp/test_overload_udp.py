@@ -1,0 +1,51 @@
+"""The receive loop reads the kernel's arrival time: packets that sat in the socket queue
+past dhcp.stale_wait_ms are dropped unparsed, fresh ones are handled (loopback only)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+import trio
+
+from ipamd.dhcp import options as o
+from ipamd.dhcp.server import DhcpServer
+from ipamd.dhcp.sockets import open_listen
+from tests.unit.dhcp.envs import RELAY
+from tests.unit.dhcp.packets import mac_bytes, request
+from tests.unit.dhcp.test_server_packets import make_server
+
+
+async def _read_until(server: DhcpServer, ep: object, done: Callable[[], bool]) -> None:
+    """Run the receive loop until ``done()`` (bounded: 10 s)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server._receive, ep)
+        with trio.fail_after(10):
+            while not done():
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
+async def test_packets_that_waited_too_long_in_the_socket_are_dropped_unparsed() -> None:
+    server, _ = make_server()
+    ep = open_listen("127.0.0.1:0", False)
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for n in range(20):
+            client.sendto(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY).to_bytes(),
+                          ("127.0.0.1", ep.port))
+        await trio.sleep(0.5)  # nobody reads meanwhile
+        server.stale_seconds = 0.2
+        await _read_until(server, ep, lambda: server.counters.drops["stale"] == 20)
+        assert server.counters.received[o.DISCOVER] == 0
+        assert ep.queue_age == 0.0  # drained
+        # A fresh packet is handled (from loopback, not a trusted relay: counted as such).
+        server.stale_seconds = 30.0
+        client.sendto(request(o.DISCOVER, mac_bytes(99), giaddr=RELAY).to_bytes(),
+                      ("127.0.0.1", ep.port))
+        await _read_until(server, ep, lambda: server.counters.received[o.DISCOVER] == 1)
+        assert server.counters.drops["untrusted_relay"] == 1
+        assert server.counters.drops["stale"] == 20
+    finally:
+        client.close()
+        ep.sock.close()

@@ -1,0 +1,171 @@
+"""Overload without sockets or database: Discovers are shed while packets wait too long,
+Requests are committed first, and ops that waited past the stale bound are never written."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import uuid
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+
+from ipamd.dhcp import options as o
+from ipamd.dhcp import server as server_mod
+from ipamd.dhcp.committer import Committer
+from ipamd.dhcp.context import Tx
+from ipamd.dhcp.engine import Reply
+from ipamd.dhcp.leasecache import Lease
+from ipamd.dhcp.sockets import ancillary
+from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET
+from tests.unit.dhcp.packets import ip, mac_bytes, request
+from tests.unit.dhcp.test_server_packets import make_server
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(server_mod, "_monotonic", fake)
+    return fake
+
+
+def _discover(n: int) -> bytes:
+    return request(o.DISCOVER, mac_bytes(n), giaddr=RELAY).to_bytes()
+
+
+def _renew(server: Any, n: int, address: str) -> bytes:
+    """A renewing client's Request; its lease is in the cache, so it becomes an Ack op."""
+    key = b"\x01" + mac_bytes(n)
+    server.cache.put(Lease(uuid.uuid4(), SUBNET, ip(address), "active", key, 4e9))
+    return request(o.REQUEST, mac_bytes(n), giaddr=RELAY, ciaddr=address).to_bytes()
+
+
+def test_discovers_are_shed_while_commits_wait_and_requests_still_queue(clock: Clock) -> None:
+    server, ep = make_server()
+    server.overload_seconds = 0.5
+    server.on_datagram(_discover(1), RELAY, 67, ep)
+    assert server.committer.queued == 1
+    clock.now += 0.4  # the queued op has waited 0.4 s: not yet overloaded
+    server.on_datagram(_discover(2), RELAY, 67, ep)
+    assert server.committer.queued == 2 and server.counters.drops["overload"] == 0
+    clock.now += 0.2  # the oldest has waited 0.6 s
+    server.on_datagram(_discover(3), RELAY, 67, ep)
+    assert server.counters.drops["overload"] == 1
+    assert server.counters.received[o.DISCOVER] == 3
+    server.on_datagram(_renew(server, 4, "10.77.1.105"), RELAY, 67, ep)
+    assert server.committer.queued == 3  # the Request is served
+    # Option 53 not first: recognised after parsing, shed all the same.
+    head = _discover(5)[:240]
+    data = (head + bytes((o.HOSTNAME, 3)) + b"pc5" + bytes((53, 1, o.DISCOVER, 255))).ljust(300,
+                                                                                      b"\0")
+    server.on_datagram(data, RELAY, 67, ep)
+    assert server.counters.drops["overload"] == 2 and server.committer.queued == 3
+
+
+def test_a_long_socket_queue_sheds_discovers(clock: Clock) -> None:
+    server, ep = make_server()
+    server.overload_seconds = 0.5
+    ep.queue_age = 0.8  # what the receive loop last sampled
+    server.on_datagram(_discover(1), RELAY, 67, ep)
+    assert server.counters.drops["overload"] == 1 and server.committer.queued == 0
+    ep.queue_age = 0.0  # drained
+    server.on_datagram(_discover(1), RELAY, 67, ep)
+    assert server.committer.queued == 1
+
+
+def test_stale_ops_give_back_their_address_and_client(clock: Clock) -> None:
+    server, ep = make_server()
+    server.on_datagram(_discover(1), RELAY, 67, ep)
+    (tx,) = server.committer._take()
+    assert len(server.env.pending_in(SUBNET)) == 1 and len(server._busy) == 1
+    server._stale([tx])
+    assert server.counters.drops["stale"] == 1
+    assert not server.env.pending_in(SUBNET) and not server._busy
+    # The client's retransmission is served as new.
+    server.on_datagram(_discover(1), RELAY, 67, ep)
+    assert server.committer.queued == 1 and server.counters.drops["client_busy"] == 0
+
+
+def _tx(mtype: int, born: float) -> Tx:
+    return SimpleNamespace(mtype=mtype, born=born)  # type: ignore[return-value]
+
+
+def _committer(stale: float = 0.0) -> tuple[Committer, list[Sequence[Tx]]]:
+    dropped: list[Sequence[Tx]] = []
+    committer = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=1, stale_seconds=stale,
+                          on_stale=dropped.append)
+    return committer, dropped
+
+
+def test_requests_go_into_batches_before_discovers() -> None:
+    committer, _ = _committer()
+    d1, d2, r1, r2, r3 = (_tx(o.DISCOVER, 1.0), _tx(o.DISCOVER, 2.0), _tx(o.REQUEST, 3.0),
+                          _tx(o.RELEASE, 4.0), _tx(o.REQUEST, 5.0))
+    for tx in (d1, d2, r1, r2):
+        committer.submit(tx)
+    assert committer.waited(10.0) == 9.0  # the oldest of both queues
+    assert committer._take() == [r1, r2, d1]
+    committer.submit(r3)
+    assert committer._take() == [r3, d2]
+    assert committer.queued == 0 and committer.waited(10.0) == 0.0
+
+
+def test_ops_past_the_stale_bound_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    committer, dropped = _committer(stale=2.0)
+    monkeypatch.setattr("ipamd.dhcp.committer.time.monotonic", lambda: 100.0)
+    old, fresh, retried = _tx(o.DISCOVER, 97.0), _tx(o.REQUEST, 99.0), _tx(o.DISCOVER, 90.0)
+    assert committer._fresh([fresh, old, retried]) == [fresh]
+    assert dropped == [[old, retried]]
+    assert committer._fresh([fresh]) == [fresh] and len(dropped) == 1
+
+
+def test_ancillary_reads_the_local_address_and_the_arrival_time() -> None:
+    # in_pktinfo: ifindex, ipi_spec_dst (the local address), ipi_addr (the header destination)
+    pktinfo = struct.pack("@i4s4s", 2, socket.inet_aton(SERVER), socket.inet_aton("10.77.255.255"))
+    stamp = struct.pack("@qq", 1_700_000_000, 250_000_000)
+    local, arrived = ancillary([(socket.IPPROTO_IP, 8, pktinfo), (socket.SOL_SOCKET, 35, stamp)])
+    assert local == ip(SERVER)
+    assert arrived == pytest.approx(1_700_000_000.25)
+    assert ancillary([]) == (0, 0.0)
+
+
+def _committed_replies(ep: Any, count: int) -> list[Any]:
+    """``count`` Offers as a committed batch would leave them for sending."""
+    txs = []
+    for n in range(count):
+        tx = Tx(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY), o.DISCOVER, ip(RELAY), 67, ep)
+        txs.append((tx, Reply(bytes([n % 256]) * 300, o.OFFER, (ip(RELAY), 67))))
+    return txs
+
+
+async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
+        nursery: Any) -> None:
+    server, ep = make_server()
+    server._replies.extend(_committed_replies(ep, 5))
+    server._send_committed()
+    assert len(ep.sock.sent) == 5 and not server._replies
+    nursery.start_soon(server._pace_replies)
+    server._replies.extend(_committed_replies(ep, 100))
+    server._send_committed()
+    assert len(ep.sock.sent) == 5  # left to the pacer
+    bursts = []
+    with trio.fail_after(5):
+        while len(ep.sock.sent) < 105:
+            await trio.sleep(0)
+            if not bursts or bursts[-1] != len(ep.sock.sent):
+                bursts.append(len(ep.sock.sent))
+    steps = [b - a for a, b in zip([5, *bursts], bursts, strict=False) if b != a]
+    assert max(steps) <= server_mod._REPLY_BURST and sum(steps) == 100
+    assert server.counters.sent[o.OFFER] == 105
