@@ -49,7 +49,31 @@ def _name(value: str) -> str:
     return value
 
 
-class WebhookCreate(Body):
+class _WebhookChecks(Body):
+    """The field rules shared by create and update (a field left out is not checked)."""
+
+    @field_validator("name", check_fields=False)
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        return None if value is None else _name(value)
+
+    @field_validator("url", check_fields=False)
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+    @field_validator("secret_ref", "previous_secret_ref", check_fields=False)
+    @classmethod
+    def _check_secret(cls, value: str | None) -> str | None:
+        return None if value is None else _secret_ref(value)
+
+    @field_validator("topics", check_fields=False)
+    @classmethod
+    def _check_topics(cls, value: str | None) -> str | None:
+        return None if value is None else _topics(value)
+
+
+class WebhookCreate(_WebhookChecks):
     name: str = Field(min_length=1, max_length=100, description="a label for people")
     url: str = Field(
         min_length=1, max_length=2048,
@@ -67,28 +91,8 @@ class WebhookCreate(Body):
     )
     enabled: bool = Field(default=True, description="false: no new deliveries are queued")
 
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, value: str | None) -> str | None:
-        return None if value is None else _name(value)
 
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
-
-    @field_validator("secret_ref", "previous_secret_ref")
-    @classmethod
-    def _check_secret(cls, value: str | None) -> str | None:
-        return None if value is None else _secret_ref(value)
-
-    @field_validator("topics")
-    @classmethod
-    def _check_topics(cls, value: str | None) -> str | None:
-        return None if value is None else _topics(value)
-
-
-class WebhookUpdate(Body):
+class WebhookUpdate(_WebhookChecks):
     """Only the fields given change; previous_secret_ref: null ends a rotation."""
 
     name: str | None = Field(default=None, min_length=1, max_length=100)
@@ -97,26 +101,6 @@ class WebhookUpdate(Body):
     previous_secret_ref: str | None = None
     topics: str | None = None
     enabled: bool | None = None
-
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, value: str | None) -> str | None:
-        return None if value is None else _name(value)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
-
-    @field_validator("secret_ref", "previous_secret_ref")
-    @classmethod
-    def _check_secret(cls, value: str | None) -> str | None:
-        return None if value is None else _secret_ref(value)
-
-    @field_validator("topics")
-    @classmethod
-    def _check_topics(cls, value: str | None) -> str | None:
-        return None if value is None else _topics(value)
 
 
 class WebhookOut(BaseModel):
