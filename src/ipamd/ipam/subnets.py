@@ -134,10 +134,10 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
     field_rules(s)
     await _check_plan(conn, s, None)
     names = ["tenant_id", *UPDATABLE]
-    placeholders = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    markers = ", ".join(f"${i}" for i in range(1, len(names) + 1))
     stored = _columns(s)
     row = await conn.fetchrow(
-        f"INSERT INTO subnets ({', '.join(names)}) VALUES ({placeholders}) RETURNING {COLUMNS}",
+        f"INSERT INTO subnets ({', '.join(names)}) VALUES ({markers}) RETURNING {COLUMNS}",
         *(stored[name] for name in names),
     )
     out = public(row)
