@@ -151,21 +151,50 @@ def _committed_replies(ep: Any, count: int) -> list[Any]:
 
 
 async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
-        nursery: Any) -> None:
+        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     server, ep = make_server()
     server._replies.extend(_committed_replies(ep, 5))
     server._send_committed()
     assert len(ep.sock.sent) == 5 and not server._replies
+    # Where the pacer lets the other tasks run: how many answers had left by then.
+    seen: list[int] = []
+
+    async def pause(seconds: float) -> None:
+        assert seconds == server_mod._REPLY_GAP
+        seen.append(len(ep.sock.sent))
+        await trio.sleep(seconds)
+
+    monkeypatch.setattr(server_mod, "_pause", pause)
     nursery.start_soon(server._pace_replies)
     server._replies.extend(_committed_replies(ep, 100))
     server._send_committed()
     assert len(ep.sock.sent) == 5  # left to the pacer
-    bursts = []
     with trio.fail_after(5):
         while len(ep.sock.sent) < 105:
             await trio.sleep(0)
-            if not bursts or bursts[-1] != len(ep.sock.sent):
-                bursts.append(len(ep.sock.sent))
-    steps = [b - a for a, b in zip([5, *bursts], bursts, strict=False) if b != a]
-    assert max(steps) <= server_mod._REPLY_BURST and sum(steps) == 100
+    burst = server_mod._REPLY_BURST
+    assert seen == [5 + burst, 5 + 2 * burst, 5 + 3 * burst]  # then the last 4, no pause
     assert server.counters.sent[o.OFFER] == 105
+
+
+async def test_a_backlog_of_answers_is_caught_up_in_bigger_bursts(
+        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    server, ep = make_server()
+    seen: list[int] = []
+
+    async def pause(seconds: float) -> None:
+        seen.append(len(ep.sock.sent))
+        await trio.sleep(seconds)
+
+    monkeypatch.setattr(server_mod, "_pause", pause)
+    nursery.start_soon(server._pace_replies)
+    server._replies.extend(_committed_replies(ep, 2000))
+    server._send_committed()
+    with trio.fail_after(5):
+        while len(ep.sock.sent) < 2000:
+            await trio.sleep(0)
+    # An eighth of what waits (2000 // 8 = 250 first), back to the normal burst once no
+    # more than 1024 wait; the last 4 leave without a pause after them.
+    steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
+    assert steps[:6] == [250, 218, 191, 167, 146, 128]
+    assert set(steps[6:]) == {server_mod._REPLY_BURST} and len(steps) == 6 + 28
