@@ -266,6 +266,7 @@ async def _measure(dsn: str, loaded: dict[str, Any], samples: dict[str, list[str
     async with trio.open_nursery() as nursery:
         running = await nursery.start(
             lambda task_status: runtime.run(config, handle_signals=False,
+                                            freeze_startup_objects=True,
                                             task_status=task_status))
         base = running.url("http") + "/api/v1"
         try:

@@ -117,7 +117,8 @@ async def bench(pg: postgres.PgServer, rounds: int, scenario: str) -> dict[str, 
     config = make_config(pg.dsn(name), license={"max_managed_ips": 1_000_000})
     async with trio.open_nursery() as nursery:
         running: runtime.Running = await nursery.start(
-            lambda task_status: runtime.run(config, handle_signals=False, task_status=task_status)
+            lambda task_status: runtime.run(config, handle_signals=False,
+                                            freeze_startup_objects=True, task_status=task_status)
         )
         base = running.url("http") + "/api/v1"
         async with httpx.AsyncClient(base_url=base, timeout=60) as anon:

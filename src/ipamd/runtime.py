@@ -8,6 +8,7 @@ else is cancelled and the pool closed — well inside supervisor's stop timeout.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -183,13 +184,27 @@ async def _watch_signals(stop: trio.Event) -> None:
             return
 
 
+def _freeze_startup_objects() -> None:
+    """Modules, the app, plans, pools: ~100k objects that live as long as the process.
+    Frozen, a collection walks only what requests made since (outbox burst: GC time 0.40 →
+    0.22 s of 7.6 s CPU), and no full collection stalls a DHCP answer on them. Not in
+    test processes, which start many appliances: their cycles must stay collectable."""
+    gc.collect()
+    gc.freeze()
+
+
 async def run(
     config: Config,
     *,
     handle_signals: bool = True,
+    freeze_startup_objects: bool | None = None,
     task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The appliance process. With handle_signals=False (tests), set ``Running.stop`` to end."""
+    """The appliance process. With handle_signals=False (tests), set ``Running.stop`` to end.
+
+    freeze_startup_objects (default: as handle_signals, i.e. in the real process) moves
+    everything alive once the appliance is ready out of the cyclic collector's reach.
+    """
     async with asyncio_loop():
         db = await prepare_database(config)
         try:
@@ -210,6 +225,8 @@ async def run(
                 if handle_signals:
                     nursery.start_soon(_watch_signals, stop)
                 running = Running(state=state, binds=binds, stop=stop)
+                if handle_signals if freeze_startup_objects is None else freeze_startup_objects:
+                    _freeze_startup_objects()
                 log.info("ipamd ready: %s", ", ".join(binds))
                 task_status.started(running)
                 await stop.wait()

@@ -10,13 +10,12 @@ Host header keep the name while no second lookup happens between the check and t
 
 from __future__ import annotations
 
-import contextlib
-import ssl
 from collections.abc import Iterable
-from typing import Any
 
 import httpcore
+import trio
 
+from ipamd.outbox import sockstream
 from ipamd.outbox.errors import reason_of
 from ipamd.outbox.urlguard import Resolver
 
@@ -25,62 +24,12 @@ SocketOption = (
 )
 
 
-class OneWriteStream(httpcore.AsyncNetworkStream):
-    """Holds httpcore's writes until it reads, so a request leaves in one write.
-
-    httpcore writes a request's head and its body separately: two TLS records and two TCP
-    segments, each a wake-up and a decryption for the receiver. A delivery is small, and
-    nothing is read before the request is complete, so the writes wait for the first read
-    (or for FLUSH_BYTES, to bound memory).
-    """
-
-    FLUSH_BYTES = 65_536
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self.inner = inner
-        self._pending = bytearray()
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._pending += buffer
-        if len(self._pending) >= self.FLUSH_BYTES:
-            await self._flush(timeout)
-
-    async def _flush(self, timeout: float | None) -> None:
-        data = bytes(self._pending)
-        self._pending.clear()
-        await self.inner.write(data, timeout)
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self._pending:
-            # As httpcore does: the receiver may have answered (and closed) already.
-            with contextlib.suppress(httpcore.WriteError):
-                await self._flush(timeout)
-        return await self.inner.read(max_bytes, timeout)
-
-    async def aclose(self) -> None:
-        self._pending.clear()
-        await self.inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        if self._pending:
-            await self._flush(timeout)
-        return OneWriteStream(await self.inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self.inner.get_extra_info(info)
-
-
 class VettingBackend(httpcore.AsyncNetworkBackend):
-    """Wraps httpcore's trio backend; UrlRefused and ResolveError pass through untouched."""
+    """Connects with sockstream (TLS by the ssl module on the socket); UrlRefused and
+    ResolveError pass through untouched."""
 
-    def __init__(
-        self, resolver: Resolver, inner: httpcore.AsyncNetworkBackend | None = None
-    ) -> None:
+    def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
-        self.inner = inner if inner is not None else httpcore.TrioBackend()
         self.connections_opened = 0
 
     async def connect_tcp(
@@ -91,10 +40,8 @@ class VettingBackend(httpcore.AsyncNetworkBackend):
         errors: list[str] = []
         for address in addresses:
             try:
-                stream = await self.inner.connect_tcp(
-                    str(address), port, timeout=timeout, local_address=local_address,
-                    socket_options=socket_options,
-                )
+                stream = await sockstream.connect(str(address), port, timeout,
+                                                  socket_options or ())
             except httpcore.ConnectTimeout:
                 errors.append(f"{address}: no connection within {timeout:g} s"
                               if timeout is not None else f"{address}: timed out")
@@ -103,7 +50,7 @@ class VettingBackend(httpcore.AsyncNetworkBackend):
                 errors.append(f"{address}: {reason_of(error)}")
                 continue
             self.connections_opened += 1
-            return OneWriteStream(stream)
+            return stream
         raise httpcore.ConnectError("cannot connect: " + "; ".join(errors))
 
     async def connect_unix_socket(
@@ -113,4 +60,4 @@ class VettingBackend(httpcore.AsyncNetworkBackend):
         raise httpcore.UnsupportedProtocol("deliveries never use unix sockets")
 
     async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
+        await trio.sleep(seconds)

@@ -1,4 +1,4 @@
-"""An httpx transport over httpcore connections that use the vetting backend.
+"""An httpx transport over the delivery lanes: keep-alive HTTP/1.1 to vetted addresses only.
 
 httpx.AsyncHTTPTransport builds its httpcore pool itself and takes no network backend, so
 this is the same thin adapter over the public httpcore API: lanes of keep-alive HTTP/1.1
@@ -7,14 +7,13 @@ connections (lanes.py), never a proxy, httpcore errors raised as their httpx cou
 
 from __future__ import annotations
 
-import contextlib
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator
 
 import httpcore
 import httpx
 
-from ipamd.outbox.lanes import LanePool
+from ipamd.outbox.lanes import LanePool, Release
 
 # Most specific first: the first match names the httpx error.
 _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
@@ -32,50 +31,51 @@ _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
     (httpcore.ProtocolError, httpx.ProtocolError),
 )
+_CORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
+                httpcore.UnsupportedProtocol)
 
 
-@contextlib.contextmanager
-def _as_httpx_errors() -> Iterator[None]:
-    try:
-        yield
-    except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-            httpcore.UnsupportedProtocol) as error:
-        for core, mapped in _ERRORS:
-            if isinstance(error, core):
-                raise mapped(str(error)) from error
-        raise  # pragma: no cover - every httpcore error class is listed above
+def _as_httpx(error: Exception) -> httpx.TransportError:
+    for core, mapped in _ERRORS:
+        if isinstance(error, core):
+            return mapped(str(error))
+    raise AssertionError(f"unmapped httpcore error {error!r}")  # every class is listed
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+    """The response body; closing it gives the lane back (its connection idle, or closed
+    if the body was not read to the end)."""
+
+    def __init__(self, stream: AsyncIterable[bytes], release: Release) -> None:
         self._stream = stream
+        self._release: Release | None = release
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _as_httpx_errors():
+        try:
             async for chunk in self._stream:
                 yield chunk
+        except _CORE_ERRORS as error:
+            raise _as_httpx(error) from error
 
     async def aclose(self) -> None:
-        closer = getattr(self._stream, "aclose", None)
-        if closer is not None:
-            await closer()
+        try:
+            closer = getattr(self._stream, "aclose", None)
+            if closer is not None:
+                await closer()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 class VettedTransport(httpx.AsyncBaseTransport):
-    """At most `limits.max_connections` connections, each kept alive up to keepalive_expiry."""
+    """At most `connections` connections, each kept alive up to keepalive_expiry."""
 
     def __init__(
-        self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext,
-        limits: httpx.Limits,
+        self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext, *,
+        connections: int, keepalive_expiry: float | None,
     ) -> None:
-        def lane() -> httpcore.AsyncConnectionPool:
-            return httpcore.AsyncConnectionPool(
-                ssl_context=ssl_context, max_connections=1, max_keepalive_connections=1,
-                keepalive_expiry=limits.keepalive_expiry, http1=True, http2=False,
-                network_backend=backend,
-            )
-
-        self.pool = LanePool(limits.max_connections or 1, lane)
+        self.pool = LanePool(max(1, connections), backend, ssl_context, keepalive_expiry)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.AsyncByteStream)
@@ -85,12 +85,15 @@ class VettedTransport(httpx.AsyncBaseTransport):
                              port=request.url.port, target=request.url.raw_path),
             headers=request.headers.raw, content=request.stream, extensions=request.extensions,
         )
-        with _as_httpx_errors():
-            response = await self.pool.handle_async_request(core)
+        try:
+            response, release = await self.pool.send(core)
+        except _CORE_ERRORS as error:
+            raise _as_httpx(error) from error
         assert isinstance(response.stream, AsyncIterable)
         return httpx.Response(
-            status_code=response.status, headers=response.headers, stream=_Body(response.stream),
-            extensions=response.extensions,
+            status_code=response.status, headers=response.headers,
+            stream=_Body(response.stream, release), extensions=response.extensions,
+            request=request,
         )
 
     async def aclose(self) -> None:

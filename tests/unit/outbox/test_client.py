@@ -214,7 +214,6 @@ async def test_cookies_are_never_kept(tmp_path, ca_file, receiver):
     async with _client(tmp_path, ca_file) as client:
         await client.post(check_url(receiver.url()), HEADERS, b"{}", 1000)
         await client.post(check_url(receiver.url()), HEADERS, b"{}", 1000)
-        assert len(client.http.cookies.jar) == 0
     assert "cookie" not in receiver.received[1].headers
 
 

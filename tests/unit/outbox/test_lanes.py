@@ -1,11 +1,11 @@
-"""Lanes (one single-connection httpcore pool per worker) and the one-write stream."""
+"""Lanes: one keep-alive connection per outbox worker, reused per origin, bounded waits."""
 
 import httpcore
 import pytest
 import trio
 
 from ipamd.outbox import client as http_client
-from ipamd.outbox.backend import OneWriteStream, VettingBackend
+from ipamd.outbox.backend import VettingBackend
 from ipamd.outbox.lanes import LanePool
 from ipamd.outbox.urlguard import Resolver, check_url
 from tests.support.receiver import Reply
@@ -70,8 +70,7 @@ async def test_waiting_for_a_lane_is_bounded(tmp_path, ca_file, receiver, nurser
     hosts.write_text("127.0.0.1 hook.test\n")
     backend = VettingBackend(Resolver(str(hosts)))
     context = http_client.ssl_context(ca_file)
-    lanes = LanePool(1, lambda: httpcore.AsyncConnectionPool(
-        ssl_context=context, max_connections=1, network_backend=backend))
+    lanes = LanePool(1, backend, context, keepalive_expiry=30.0)
 
     def request() -> httpcore.Request:
         return httpcore.Request(
@@ -81,67 +80,29 @@ async def test_waiting_for_a_lane_is_bounded(tmp_path, ca_file, receiver, nurser
             extensions={"timeout": {"pool": 0.2, "connect": 5, "read": 5, "write": 5}})
 
     receiver.reply_next(Reply(hang=True))
-    held: list[httpcore.Response] = []
+    held: list[tuple[httpcore.Response, object]] = []
 
     async def hold() -> None:
-        held.append(await lanes.handle_async_request(request()))
+        held.append(await lanes.send(request()))
 
     nursery.start_soon(hold)
     await receiver.wait_for(1)  # the only lane is busy until the receiver answers
     with pytest.raises(httpcore.PoolTimeout, match=r"no free connection within 0\.2 s"):
-        await lanes.handle_async_request(request())
+        await lanes.send(request())
     receiver.release()
     with trio.fail_after(5):
         while not held:
             await trio.sleep(0.01)
-    assert held[0].status == 200
-    await held[0].aread()
-    await held[0].aclose()  # gives the lane back
-    with trio.fail_after(5):
-        response = await lanes.handle_async_request(request())
+    response, release = held[0]
     assert response.status == 200
+    await response.aread()
     await response.aclose()
+    release()  # gives the lane back
+    with trio.fail_after(5):
+        response, release = await lanes.send(request())
+    assert response.status == 200
+    await response.aread()
+    await response.aclose()
+    release()
+    assert lanes.connections == 1  # the same kept-alive connection served both
     await lanes.aclose()
-
-
-class Recording(httpcore.AsyncNetworkStream):
-    def __init__(self, fail_writes=False):
-        self.writes: list[bytes] = []
-        self.fail_writes = fail_writes
-
-    async def write(self, buffer, timeout=None):
-        if self.fail_writes:
-            raise httpcore.WriteError("broken pipe")
-        self.writes.append(buffer)
-
-    async def read(self, max_bytes, timeout=None):
-        return b"HTTP/1.1 200 OK\r\n"
-
-    async def aclose(self):
-        pass
-
-
-async def test_head_and_body_leave_in_one_write():
-    inner = Recording()
-    stream = OneWriteStream(inner)
-    await stream.write(b"POST / HTTP/1.1\r\n\r\n")
-    await stream.write(b"{}")
-    assert inner.writes == []
-    assert await stream.read(100) == b"HTTP/1.1 200 OK\r\n"
-    assert inner.writes == [b"POST / HTTP/1.1\r\n\r\n{}"]
-    await stream.read(100)
-    assert len(inner.writes) == 1
-
-
-async def test_a_large_body_is_not_held():
-    inner = Recording()
-    stream = OneWriteStream(inner)
-    await stream.write(b"x" * OneWriteStream.FLUSH_BYTES)
-    assert inner.writes == [b"x" * OneWriteStream.FLUSH_BYTES]
-
-
-async def test_a_failed_write_still_reads_the_reply():
-    # A receiver may answer (413, 401) and close before taking the whole request.
-    stream = OneWriteStream(Recording(fail_writes=True))
-    await stream.write(b"POST / HTTP/1.1\r\n\r\n")
-    assert await stream.read(100) == b"HTTP/1.1 200 OK\r\n"
