@@ -5,8 +5,10 @@ backoff    when a failed delivery is tried again (exponential, jitter, Retry-Aft
 secrets    env:/file: secret references, read at delivery time
 attempt    the Outcome of one attempt (timing, backoff), for every kind of delivery
 urlguard   the URL and address rules (SSRF) and the resolver that applies them
-backend    the httpcore network backend: connects only to an address it just vetted
-lanes      keep-alive connections: one single-connection httpcore pool per worker
+sockstream a socket with TLS by the ssl module on it; trio waits only for readiness
+backend    opens connections: only to an address it just vetted, TLS with the URL's name
+http11     one keep-alive HTTP/1.1 connection, replies parsed by httptools (llhttp)
+lanes      keep-alive connections: one per worker, reused per origin
 transport  the httpx transport over those lanes
 client     the delivery client (httpx): one per scheduler, capped reads, no redirects
 errors     a failed exchange as a last_error an operator can act on

@@ -12,7 +12,7 @@ would cost milliseconds each (CA store loading, new connections and TLS handshak
   proxy; nothing is decompressed (no Accept-Encoding); no cookie is ever kept, so one
   receiver cannot set what another receives.
 - The response body is streamed and read up to a cap; a connection left with unread bytes
-  is closed by httpcore rather than reused.
+  is closed rather than reused.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class Client:
         except httpx.TimeoutException as error:
             raise HttpError(f"timed out ({type(error).__name__})") from None
         except httpx.RemoteProtocolError as error:
-            raise HttpError(f"invalid HTTP response: {error}") from None
+            raise HttpError(str(error)) from None  # http11 says what was wrong with it
         except httpx.LocalProtocolError as error:
             raise HttpError(f"cannot send the request: {error}") from None
         except httpx.TransportError as error:

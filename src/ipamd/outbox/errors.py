@@ -9,8 +9,8 @@ import ssl
 def reason_of(error: BaseException) -> str:
     """The real reason behind a wrapped error (a TLS failure, a reset, a refused connect).
 
-    httpx wraps httpcore's error, which wraps trio's, which wraps the OSError or SSLError
-    that says what happened: follow the chain down to it.
+    The httpx error raised by the delivery client wraps the OSError or SSLError that says
+    what happened: follow the chain down to it.
     """
     current: BaseException | None = error
     seen: set[int] = set()

@@ -1,16 +1,11 @@
-"""httpcore network streams on a plain non-blocking socket, TLS done by the ssl module on it.
+"""The delivery client's streams: a plain non-blocking socket, TLS done by the ssl module on it.
 
-httpcore's trio backend runs TLS through trio.SSLStream: the ssl module over memory BIOs
-with every record shuttled through Python (buffers, a lock-step state machine, a send and a
-receive lock), which was a third of the delivery client's CPU. Here an ssl.SSLSocket reads
-and writes the socket itself in C and trio only waits for readiness when the kernel has
-nothing (wait_readable / wait_writable), so a delivery that fits one segment costs one
-send() and one or two recv() calls.
-
-Writes are held until the first read, so a request leaves in one write: httpcore writes a
-request's head and its body separately, which would be two TLS records and two TCP segments,
-each a wake-up and a decryption for the receiver. A delivery is small and nothing is read
-before the request is complete; FLUSH_BYTES bounds the memory held.
+httpcore's trio backend (what httpx uses on trio) runs TLS through trio.SSLStream: the ssl
+module over memory BIOs with every record shuttled through Python (buffers, a lock-step
+state machine, a send and a receive lock), which was a third of the delivery client's CPU.
+Here an ssl.SSLSocket reads and writes the socket itself in C and trio only waits for
+readiness when the kernel has nothing (wait_readable / wait_writable), so a delivery that
+fits one segment costs one send() and one or two recv() calls.
 
 Each stream is used by one task at a time (one request per connection, lanes.py). Timeouts
 apply to the waits only: an operation that completes at once never sets up a cancel scope.
@@ -18,7 +13,6 @@ apply to the waits only: an operation that completes at once never sets up a can
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import socket
@@ -26,7 +20,7 @@ import ssl
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-import httpcore
+import httpx
 import trio
 
 from ipamd.outbox.errors import reason_of
@@ -34,7 +28,6 @@ from ipamd.outbox.errors import reason_of
 T = TypeVar("T")
 
 READ_CHUNK = 65_536
-FLUSH_BYTES = 65_536
 
 
 async def _wait(sock: socket.socket, *, writable: bool, timeout: float | None,
@@ -49,13 +42,12 @@ async def _wait(sock: socket.socket, *, writable: bool, timeout: float | None,
         raise timeout_error(f"no progress within {timeout:g} s")
 
 
-class SocketStream(httpcore.AsyncNetworkStream):
+class SocketStream:
     """A connected TCP socket (non-blocking, TCP_NODELAY), or the TLS session over one."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._closed = False
-        self._pending = bytearray()
         self._poller: select.poll | None = None
 
     async def _io(self, operation: Callable[..., T], *args: Any, timeout: float | None,
@@ -80,43 +72,29 @@ class SocketStream(httpcore.AsyncNetworkStream):
                 raise error(reason_of(failure)) from failure
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self._pending:
-            # As httpcore does on a failed write: the receiver may have answered (and
-            # closed) already, and its answer says more than the broken pipe.
-            with contextlib.suppress(httpcore.WriteError):
-                await self._flush(timeout)
         # A closed TLS session (close_notify, or a bare FIN: suppress_ragged_eofs) reads b"".
         return await self._io(self.sock.recv, min(max_bytes, READ_CHUNK), timeout=timeout,
-                              writing=False, timeout_error=httpcore.ReadTimeout,
-                              error=httpcore.ReadError)
+                              writing=False, timeout_error=httpx.ReadTimeout,
+                              error=httpx.ReadError)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._pending += buffer
-        if len(self._pending) >= FLUSH_BYTES:
-            await self._flush(timeout)
-
-    async def _flush(self, timeout: float | None) -> None:
-        view = memoryview(bytes(self._pending))
-        self._pending.clear()
+        view = memoryview(buffer)
         while view:
             sent = await self._io(self.sock.send, view, timeout=timeout, writing=True,
-                                  timeout_error=httpcore.WriteTimeout,
-                                  error=httpcore.WriteError)
+                                  timeout_error=httpx.WriteTimeout, error=httpx.WriteError)
             view = view[sent:]
 
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
-            self._pending.clear()
             trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
 
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
         timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        if self._pending:
-            await self._flush(timeout)
+    ) -> SocketStream:
+        """The TLS session over this connection (which is handed over to it)."""
         try:
             # The same descriptor, now owned by the SSLSocket (this object is done with it).
             tls = ssl_context.wrap_socket(self.sock, server_hostname=server_hostname,
@@ -124,34 +102,29 @@ class SocketStream(httpcore.AsyncNetworkStream):
                                           suppress_ragged_eofs=True)
         except (OSError, ValueError) as failure:
             await self.aclose()
-            raise httpcore.ConnectError(reason_of(failure)) from failure
+            raise httpx.ConnectError(reason_of(failure)) from failure
         stream = SocketStream(tls)
         try:
             await stream._io(tls.do_handshake, timeout=timeout, writing=True,
-                             timeout_error=httpcore.ConnectTimeout, error=httpcore.ConnectError)
+                             timeout_error=httpx.ConnectTimeout, error=httpx.ConnectError)
         except BaseException:
             await stream.aclose()
             raise
         return stream
 
-    def get_extra_info(self, info: str) -> Any:
-        if info == "ssl_object":
-            return self.sock if isinstance(self.sock, ssl.SSLSocket) else None
-        if info == "socket":
-            return self.sock
-        if info == "client_addr":
-            return self.sock.getsockname()
-        if info == "server_addr":
-            return self.sock.getpeername()
-        if info == "is_readable":
-            # Readable while idle means the receiver closed (or sent junk): not reusable.
-            if self._closed:
-                return True
-            if self._poller is None:  # asked before every reuse: registered once
-                self._poller = select.poll()
-                self._poller.register(self.sock, select.POLLIN)
-            return bool(self._poller.poll(0))
-        return None
+    @property
+    def tls(self) -> ssl.SSLSocket | None:
+        return self.sock if isinstance(self.sock, ssl.SSLSocket) else None
+
+    def readable(self) -> bool:
+        """Something to read (or the end of the stream) right now. On an idle connection
+        that means the receiver closed it (or sent junk): not reusable."""
+        if self._closed:
+            return True
+        if self._poller is None:  # asked before every reuse: registered once
+            self._poller = select.poll()
+            self._poller.register(self.sock, select.POLLIN)
+        return bool(self._poller.poll(0))
 
 
 async def connect(address: str, port: int, timeout: float | None,
@@ -168,13 +141,13 @@ async def connect(address: str, port: int, timeout: float | None,
             sock.connect((address, port))
         except BlockingIOError:
             await _wait(sock, writable=True, timeout=timeout,
-                        timeout_error=httpcore.ConnectTimeout)
+                        timeout_error=httpx.ConnectTimeout)
             code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
                 raise OSError(code, os.strerror(code)) from None
     except OSError as failure:
         sock.close()
-        raise httpcore.ConnectError(reason_of(failure)) from failure
+        raise httpx.ConnectError(reason_of(failure)) from failure
     except BaseException:
         sock.close()
         raise

@@ -1,99 +1,69 @@
-"""An httpx transport over the delivery lanes: keep-alive HTTP/1.1 to vetted addresses only.
+"""The httpx transport of the delivery client: httpx requests over the delivery lanes.
 
-httpx.AsyncHTTPTransport builds its httpcore pool itself and takes no network backend, so
-this is the same thin adapter over the public httpcore API: lanes of keep-alive HTTP/1.1
-connections (lanes.py), never a proxy, httpcore errors raised as their httpx counterparts.
+httpx.AsyncHTTPTransport builds its own httpcore pool and takes no network backend; this
+transport (httpx's documented extension point) sends each request on a lane (lanes.py):
+keep-alive HTTP/1.1 (http11.py) to vetted addresses only, never a proxy.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 
-import httpcore
 import httpx
 
-from ipamd.outbox.lanes import LanePool, Release
+from ipamd.outbox import http11
+from ipamd.outbox.backend import VettingBackend
+from ipamd.outbox.lanes import Lane, LanePool, Origin, Timeouts
 
-# Most specific first: the first match names the httpx error.
-_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
-_CORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-                httpcore.UnsupportedProtocol)
-
-
-def _as_httpx(error: Exception) -> httpx.TransportError:
-    for core, mapped in _ERRORS:
-        if isinstance(error, core):
-            return mapped(str(error))
-    raise AssertionError(f"unmapped httpcore error {error!r}")  # every class is listed
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 class _Body(httpx.AsyncByteStream):
-    """The response body; closing it gives the lane back (its connection idle, or closed
-    if the body was not read to the end)."""
+    """The reply's body as it arrives; closing it gives the lane back (the connection kept
+    if the body was read to its end, closed if not)."""
 
-    def __init__(self, stream: AsyncIterable[bytes], release: Release) -> None:
-        self._stream = stream
-        self._release: Release | None = release
+    def __init__(self, lane: Lane, read_timeout: float | None) -> None:
+        self._lane: Lane | None = lane
+        self._read_timeout = read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._stream:
-                yield chunk
-        except _CORE_ERRORS as error:
-            raise _as_httpx(error) from error
+        while self._lane is not None:
+            chunk = await self._lane.receive_body(self._read_timeout)
+            if not chunk:
+                return
+            yield chunk
 
     async def aclose(self) -> None:
-        try:
-            closer = getattr(self._stream, "aclose", None)
-            if closer is not None:
-                await closer()
-        finally:
-            release, self._release = self._release, None
-            if release is not None:
-                release()
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            await lane.release()
 
 
 class VettedTransport(httpx.AsyncBaseTransport):
     """At most `connections` connections, each kept alive up to keepalive_expiry."""
 
-    def __init__(
-        self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext, *,
-        connections: int, keepalive_expiry: float | None,
-    ) -> None:
+    def __init__(self, backend: VettingBackend, ssl_context: ssl.SSLContext, *,
+                 connections: int, keepalive_expiry: float | None) -> None:
         self.pool = LanePool(max(1, connections), backend, ssl_context, keepalive_expiry)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        assert isinstance(request.stream, httpx.AsyncByteStream)
-        core = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
-                             port=request.url.port, target=request.url.raw_path),
-            headers=request.headers.raw, content=request.stream, extensions=request.extensions,
-        )
-        try:
-            response, release = await self.pool.send(core)
-        except _CORE_ERRORS as error:
-            raise _as_httpx(error) from error
-        assert isinstance(response.stream, AsyncIterable)
+        url = request.url
+        if url.scheme not in _DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(f"deliveries use http(s), not {url.scheme!r}")
+        given = request.extensions.get("timeout", {})
+        timeouts = Timeouts(connect=given.get("connect"), read=given.get("read"),
+                            write=given.get("write"), pool=given.get("pool"))
+        origin = Origin(url.scheme, url.raw_host.decode("ascii"),
+                        url.port or _DEFAULT_PORTS[url.scheme])
+        head = http11.request_head(request.method.encode("ascii"), url.raw_path,
+                                   request.headers.raw)
+        body = await request.aread()
+        reply, lane = await self.pool.send(origin, head, body, timeouts)
         return httpx.Response(
-            status_code=response.status, headers=response.headers,
-            stream=_Body(response.stream, release), extensions=response.extensions,
-            request=request,
+            status_code=reply.status, headers=reply.headers,
+            stream=_Body(lane, timeouts.read), request=request,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reply.reason},
         )
 
     async def aclose(self) -> None:

@@ -1,12 +1,13 @@
 """Lanes: one keep-alive connection per outbox worker, reused per origin, bounded waits."""
 
-import httpcore
+import httpx
 import pytest
 import trio
 
 from ipamd.outbox import client as http_client
 from ipamd.outbox.backend import VettingBackend
-from ipamd.outbox.lanes import LanePool
+from ipamd.outbox.http11 import ResponseHead, request_head
+from ipamd.outbox.lanes import Lane, LanePool, Origin, Timeouts
 from ipamd.outbox.urlguard import Resolver, check_url
 from tests.support.receiver import Reply
 
@@ -71,38 +72,36 @@ async def test_waiting_for_a_lane_is_bounded(tmp_path, ca_file, receiver, nurser
     backend = VettingBackend(Resolver(str(hosts)))
     context = http_client.ssl_context(ca_file)
     lanes = LanePool(1, backend, context, keepalive_expiry=30.0)
-
-    def request() -> httpcore.Request:
-        return httpcore.Request(
-            "POST", receiver.url(host="hook.test"), content=b"{}",
-            headers=[(b"Host", f"hook.test:{receiver.port}".encode()),
-                     (b"Content-Length", b"2")],
-            extensions={"timeout": {"pool": 0.2, "connect": 5, "read": 5, "write": 5}})
+    origin = Origin("https", "hook.test", receiver.port)
+    head = request_head(b"POST", b"/", [(b"Host", f"hook.test:{receiver.port}".encode()),
+                                        (b"Content-Length", b"2")])
+    timeouts = Timeouts(connect=5, read=5, write=5, pool=0.2)
 
     receiver.reply_next(Reply(hang=True))
-    held: list[tuple[httpcore.Response, object]] = []
+    held: list[tuple[ResponseHead, Lane]] = []
 
     async def hold() -> None:
-        held.append(await lanes.send(request()))
+        held.append(await lanes.send(origin, head, b"{}", timeouts))
 
     nursery.start_soon(hold)
     await receiver.wait_for(1)  # the only lane is busy until the receiver answers
-    with pytest.raises(httpcore.PoolTimeout, match=r"no free connection within 0\.2 s"):
-        await lanes.send(request())
+    with pytest.raises(httpx.PoolTimeout, match=r"no free connection within 0\.2 s"):
+        await lanes.send(origin, head, b"{}", timeouts)
     receiver.release()
     with trio.fail_after(5):
         while not held:
             await trio.sleep(0.01)
-    response, release = held[0]
-    assert response.status == 200
-    await response.aread()
-    await response.aclose()
-    release()  # gives the lane back
+    reply, lane = held[0]
+    assert reply.status == 200
+    while await lane.receive_body(5):
+        pass
+    await lane.release()  # gives the lane back, its connection kept
     with trio.fail_after(5):
-        response, release = await lanes.send(request())
-    assert response.status == 200
-    await response.aread()
-    await response.aclose()
-    release()
+        reply, lane = await lanes.send(origin, head, b"{}", timeouts)
+    assert reply.status == 200
+    while await lane.receive_body(5):
+        pass
+    await lane.release()
     assert lanes.connections == 1  # the same kept-alive connection served both
+    assert backend.connections_opened == 1
     await lanes.aclose()
