@@ -173,8 +173,8 @@ async def _last_delivered(conn: Any) -> float:
 
 # Where the client's CPU goes, by package (cProfile on process time; its own overhead
 # inflates call-heavy code, so read the shares, not the absolute figures).
-PROFILE_GROUPS = ("trio/_ssl", "trio/", "h11/", "httpcore/_async/connection_pool",
-                  "httpcore/", "httpx/", "contextlib", "ipamd/", "urllib", "http/cookiejar")
+PROFILE_GROUPS = ("trio/", "httpx/", "ipamd/outbox/http11", "ipamd/outbox/sockstream",
+                  "ipamd/outbox/lanes", "ipamd/outbox/transport", "ipamd/", "contextlib")
 
 
 def _profile_shares(profile: cProfile.Profile) -> dict[str, float]:
@@ -182,7 +182,8 @@ def _profile_shares(profile: cProfile.Profile) -> dict[str, float]:
     for (filename, _line, name), stat in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
         tottime = stat[2]
         if filename == "~":
-            group = ("C: ssl and sockets" if any(k in name for k in ("_ssl", "socket", "poll"))
+            group = ("C: httptools (llhttp)" if "httptools" in name
+                     else "C: ssl and sockets" if any(k in name for k in ("_ssl", "socket", "poll"))
                      else "C: builtins")
         else:
             group = next((g.rstrip("/") for g in PROFILE_GROUPS if g in filename), "other")
