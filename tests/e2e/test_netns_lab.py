@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,11 @@ def test_lab_builds_connected_namespaces_and_removes_everything(tmp_path: Path) 
         ping = lab.run(other, ["busybox", "ping", "-c", "1", "-W", "2", root_ip], check=False)
         assert ping.returncode == 0, ping.stdout + ping.stderr
         sleeper = lab.spawn(ns, ["sleep", "300"])
+        # `ip netns exec` enters the namespace just after it starts: wait for it (bounded).
+        for _ in range(50):
+            if sleeper.pid in lab.pids(ns):
+                break
+            time.sleep(0.1)
         assert sleeper.pid in lab.pids(ns)
         registry = json.loads((netns.REGISTRY / f"{lab.base}.json").read_text())
         assert set(registry["namespaces"]) == {ns, other}
