@@ -143,25 +143,7 @@ def parse(data: bytes | bytearray | memoryview) -> DhcpMessage:
         raise MalformedPacket("bad_cookie")
 
     opts: dict[int, bytes] = {}
-    # Inlined copy of _scan for the options field: saves a call on every packet.
-    pos = HEADER_SIZE
-    while pos < n:
-        code = data[pos]
-        if code == 0:
-            pos += 1
-            continue
-        if code == 255:
-            break
-        if pos + 1 >= n:
-            raise MalformedPacket("truncated_option", f"option {code} has no length")
-        nxt = pos + 2 + data[pos + 1]
-        if nxt > n:
-            raise MalformedPacket("truncated_option", f"option {code} runs past packet end")
-        if code in opts:
-            opts[code] += data[pos + 2 : nxt]
-        else:
-            opts[code] = data[pos + 2 : nxt]
-        pos = nxt
+    _scan(data, HEADER_SIZE, n, opts)
 
     overload = 0
     ov = opts.get(OVERLOAD)
