@@ -225,7 +225,9 @@ async def run(
                 if handle_signals:
                     nursery.start_soon(_watch_signals, stop)
                 running = Running(state=state, binds=binds, stop=stop)
-                if handle_signals if freeze_startup_objects is None else freeze_startup_objects:
+                freeze = (handle_signals if freeze_startup_objects is None
+                          else freeze_startup_objects)
+                if freeze:
                     _freeze_startup_objects()
                 log.info("ipamd ready: %s", ", ".join(binds))
                 task_status.started(running)
