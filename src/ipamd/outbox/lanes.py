@@ -46,8 +46,12 @@ class Lane:
     def __init__(self, pool: LanePool) -> None:
         self._pool = pool
         self.connection: Connection | None = None
-        self.origin: Origin | None = None  # where its connection goes, if any
         self.used = 0.0
+
+    @property
+    def origin(self) -> object:
+        """Where its connection goes; None without one."""
+        return None if self.connection is None else self.connection.origin
 
     async def receive_body(self, timeout: float | None) -> bytes:
         """The next piece of the current reply's body; b"" at its end."""
@@ -93,7 +97,7 @@ class LanePool:
                 raise httpx.PoolTimeout(f"no free connection within {wait:g} s") from None
         lane = self._take(origin)
         try:
-            reused = (lane.connection is not None and lane.connection.origin == origin
+            reused = (lane.origin == origin and lane.connection is not None
                       and lane.connection.reusable())
             connection = lane.connection if reused else await self._connect(lane, origin,
                                                                              timeouts)
@@ -129,7 +133,6 @@ class LanePool:
             best = next((lane for lane in self._free if lane.origin is None), None) or min(
                 self._free, key=lambda lane: lane.used)
         self._free.remove(best)
-        best.origin = origin
         return best
 
     def _give_back(self, lane: Lane) -> None:

@@ -27,8 +27,6 @@ from ipamd.outbox.errors import reason_of
 
 T = TypeVar("T")
 
-READ_CHUNK = 65_536
-
 
 async def _wait(sock: socket.socket, *, writable: bool, timeout: float | None,
                 timeout_error: type[Exception]) -> None:
@@ -73,7 +71,7 @@ class SocketStream:
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         # A closed TLS session (close_notify, or a bare FIN: suppress_ragged_eofs) reads b"".
-        return await self._io(self.sock.recv, min(max_bytes, READ_CHUNK), timeout=timeout,
+        return await self._io(self.sock.recv, max_bytes, timeout=timeout,
                               writing=False, timeout_error=httpx.ReadTimeout,
                               error=httpx.ReadError)
 
