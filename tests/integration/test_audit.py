@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ipamd.core import audit
 from ipamd.db.bridge import Database
-from ipamd.ipam import audit
 from ipamd.workers.housekeeping import sweep_once
 
 

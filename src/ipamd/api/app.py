@@ -15,7 +15,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ipamd.api import auth, idempotency, openapi
-from ipamd.api.errors import CODES, ApiError, envelope
+from ipamd.api.errors import CODES, ApiError, envelope, from_domain
 from ipamd.api.ratelimit import SlidingWindow, retry_after
 from ipamd.api.router import (
     Reply,
@@ -48,6 +48,7 @@ from ipamd.api.routes import leases as lease_routes
 from ipamd.api.routes import outbox as outbox_routes
 from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
+from ipamd.core.errors import DomainError
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"
@@ -155,6 +156,10 @@ def create_app(state: AppState) -> QuartTrio:
     @app.errorhandler(ApiError)
     async def _api_error(error: ApiError) -> Response:
         return _error_response(error)
+
+    @app.errorhandler(DomainError)
+    async def _domain_error(error: DomainError) -> Response:
+        return _error_response(from_domain(error))
 
     @app.errorhandler(HTTPException)
     async def _http_error(error: HTTPException) -> Response:

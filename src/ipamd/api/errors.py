@@ -1,10 +1,30 @@
-"""The spec's error envelope: {"error": {"code": "...", "message": "..."}} on every error."""
+"""The spec's error envelope: {"error": {"code": "...", "message": "..."}} on every error.
+
+Two kinds of error reach it: ``ApiError`` for what only HTTP knows (401, 403, 413, 429, ...)
+and the domain errors of ``ipamd.core.errors``, which ``from_domain`` maps — the one place a
+domain refusal gets its status and code.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import ValidationError
+
+from ipamd.core.errors import (
+    BadRequest,
+    Conflict,
+    DomainError,
+    Invalid,
+    LicenseLimit,
+    NotFound,
+)
+
+# The domain's constructors, for routes: they raise the same errors the domain rooms do.
+from ipamd.core.errors import bad_request as bad_request
+from ipamd.core.errors import conflict as conflict
+from ipamd.core.errors import invalid as invalid
+from ipamd.core.errors import not_found as not_found
 
 # status -> default code (DESIGN.md decisions)
 CODES = {
@@ -48,20 +68,22 @@ def envelope(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def bad_request(message: str) -> ApiError:
-    return ApiError(400, message)
+# domain error -> HTTP status; the code follows from the status (CODES)
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    BadRequest: 400,
+    LicenseLimit: 402,
+    NotFound: 404,
+    Conflict: 409,
+    Invalid: 422,
+}
 
 
-def not_found(what: str, ident: str) -> ApiError:
-    return ApiError(404, f"{what} {ident} does not exist")
-
-
-def conflict(message: str) -> ApiError:
-    return ApiError(409, message, "conflict")
-
-
-def invalid(field: str, message: str) -> ApiError:
-    return ApiError(422, f"{field}: {message}", "validation_error")
+def from_domain(error: DomainError) -> ApiError:
+    """A domain refusal as the envelope's status and code (its message unchanged)."""
+    status = next(
+        (DOMAIN_STATUS[kind] for kind in type(error).__mro__ if kind in DOMAIN_STATUS), 422
+    )
+    return ApiError(status, error.message)
 
 
 def _location(loc: tuple[Any, ...]) -> str:

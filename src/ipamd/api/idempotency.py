@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ipamd import jsonutil
 from ipamd.api.errors import ApiError
+from ipamd.core import jsonutil
 
 MAX_KEY_LENGTH = 255
 

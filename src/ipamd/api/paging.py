@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ipamd import jsonutil
 from ipamd.api.errors import bad_request
 from ipamd.api.router import Query
 from ipamd.config import LimitsConfig
+from ipamd.core import jsonutil
 
 
 class PageQuery(Query):

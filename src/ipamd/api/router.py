@@ -19,9 +19,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from quart import Response, request
 
-from ipamd import jsonutil
 from ipamd.api import idempotency
 from ipamd.api.errors import ApiError, bad_request, from_validation
+from ipamd.core import jsonutil
 from ipamd.state import AppState
 
 Role = Literal["viewer", "operator", "admin"]

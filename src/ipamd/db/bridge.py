@@ -19,7 +19,7 @@ import asyncpg
 import trio
 import trio_asyncio
 
-from ipamd.jsonutil import dumps
+from ipamd.core.jsonutil import dumps
 
 log = logging.getLogger("ipamd.db")
 

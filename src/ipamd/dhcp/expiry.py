@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import trio
 
-from ipamd.dhcp.allocator import event_ctes
+from ipamd.core.lease_events import event_ctes
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp.expiry")

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipamd.core import identifiers
+from ipamd.core.option_shapes import wire
 from ipamd.dhcp.options import (
     BROADCAST_ADDRESS,
     CLIENT_ID,
@@ -31,7 +33,6 @@ from ipamd.dhcp.options import (
     SERVER_ID,
     SUBNET_MASK,
 )
-from ipamd.ipam.option_shapes import wire
 
 log = logging.getLogger("ipamd.dhcp.plan")
 
@@ -169,16 +170,9 @@ def subtract(ranges: Iterable[Range], holes: Iterable[Range]) -> tuple[Range, ..
     return tuple(out)
 
 
-def normalise_hex(text: str | None) -> str | None:
-    if text is None:
-        return None
-    cleaned = "".join(ch for ch in text.lower() if ch in "0123456789abcdef")
-    return cleaned or None
-
-
 def _class(row: Mapping[str, Any]) -> ClientClass:
     if row["match"] == "mac_prefix":
-        raw = (normalise_hex(row["value"]) or "").encode()
+        raw = (identifiers.bare_hex(row["value"]) or "").encode()
     else:
         raw = str(row["value"]).encode()
     return ClientClass(row["id"], row["name"], row["match"], raw)
@@ -253,9 +247,9 @@ def build(rows: Mapping[str, Any]) -> Plan:
         subnet.pools = tuple(built) if subnet.dhcp_enabled else ()
         blocked = {a["ip"] for a in assignments.get(subnet.id, ())}
         for r in reservations.get(subnet.id, ()):
-            mac = bytes.fromhex(normalise_hex(r["mac"]) or "") if r["mac"] else None
+            mac = bytes.fromhex(identifiers.bare_hex(r["mac"]) or "") if r["mac"] else None
             res = Reservation(r["id"], r["ip"], mac if mac and len(mac) == 6 else None,
-                              r["client_id"], normalise_hex(r["duid"]), r["hostname"])
+                              r["client_id"], identifiers.bare_hex(r["duid"]), r["hostname"])
             blocked.add(res.ip)
             subnet.by_ip[res.ip] = res
             if res.mac:

@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.ipam import audit
+from ipamd.core import audit
 
 TRUSTED_RELAYS = "dhcp.trusted_relays"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict
+from ipamd.core.errors import conflict
 from ipamd.ipam import children, license, occupancy
 from ipamd.ipam.dberrors import guarded
 

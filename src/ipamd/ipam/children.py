@@ -15,8 +15,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, nextfree, subnets, validate
+from ipamd.core import audit, validate
+from ipamd.core.errors import conflict, invalid
+from ipamd.ipam import nextfree, subnets
 from ipamd.ipam.rows import one, set_clause, tenant_for_create
 
 

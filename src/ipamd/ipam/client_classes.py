@@ -7,8 +7,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, validate
+from ipamd.core import audit, identifiers
+from ipamd.core.errors import conflict, invalid
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
 
@@ -27,7 +27,7 @@ def match_value(match: str, value: str) -> str:
     """The canonical value for the match kind; 422 naming value."""
     if match == "mac_prefix":
         try:
-            return validate.mac_prefix(value)
+            return identifiers.mac_prefix(value)
         except ValueError as error:
             raise invalid("value", str(error)) from None
     if not value or len(value.encode()) > 255:

@@ -1,7 +1,7 @@
-"""Database refusals as API errors: a constraint the database enforces is never a 500.
+"""Database refusals as domain errors: a constraint the database enforces is never a 500.
 
 The domain code checks every rule first for a precise message; the constraints are
-the final judge under concurrency, and ``guarded`` turns their errors into 409/422.
+the final judge under concurrency, and ``guarded`` turns their errors into Conflict/Invalid.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import ParamSpec, TypeVar
 
 import asyncpg
 
-from ipamd.api.errors import ApiError
+from ipamd.core.errors import Conflict, DomainError, Invalid
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -40,27 +40,34 @@ CONSTRAINTS: dict[str, tuple[int, str]] = {
 }
 
 
-def translate(error: asyncpg.PostgresError) -> ApiError:
+def _refusal(status: int, message: str) -> DomainError:
+    if status == 409:
+        return Conflict(message)
+    field, colon, text = message.partition(": ")  # 422 messages start with the field
+    return Invalid(field, text) if colon else Invalid("", message)
+
+
+def translate(error: asyncpg.PostgresError) -> DomainError:
     name = getattr(error, "constraint_name", None) or ""
     if name in CONSTRAINTS:
         status, message = CONSTRAINTS[name]
-        return ApiError(status, message)
+        return _refusal(status, message)
     if isinstance(error, asyncpg.ForeignKeyViolationError):
         table = getattr(error, "table_name", None) or "object"
-        return ApiError(409, f"{table}: still referenced by, or refers to, a missing object "
-                             f"({name or 'foreign key'})", "conflict")
+        return Conflict(f"{table}: still referenced by, or refers to, a missing object "
+                        f"({name or 'foreign key'})")
     if isinstance(error, asyncpg.UniqueViolationError | asyncpg.ExclusionViolationError):
-        return ApiError(409, f"conflicts with an existing object ({name or 'unique'})")
+        return Conflict(f"conflicts with an existing object ({name or 'unique'})")
     if isinstance(error, asyncpg.CheckViolationError | asyncpg.NotNullViolationError):
         column = getattr(error, "column_name", None) or name or "value"
-        return ApiError(422, f"{column}: not accepted by the database rule {name or column}")
+        return Invalid(column, f"not accepted by the database rule {name or column}")
     if isinstance(error, asyncpg.TransactionRollbackError):
-        return ApiError(409, "a concurrent change got in the way; retry the request")
-    return ApiError(422, "a value is out of the range the database accepts")
+        return Conflict("a concurrent change got in the way; retry the request")
+    return _refusal(422, "a value is out of the range the database accepts")
 
 
 def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Wrap a unit of database work so constraint and data errors become API errors."""
+    """Wrap a unit of database work so constraint and data errors become domain errors."""
 
     @functools.wraps(fn)
     async def unit(*args: P.args, **kwargs: P.kwargs) -> T:

@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import not_found
+from ipamd.core.errors import not_found
 
 # The identity parameters of GET /history, each with the condition it puts on
 # lease_intervals. $1 is the (normalised) value, $2 the optional giaddr.
@@ -93,21 +93,6 @@ async def intervals_page(
     """limit+1 intervals in time order after the cursor (the extra one says there is more)."""
     sql, args = lookup_sql(lookup, after, limit)
     return await conn.fetch(sql, *args)
-
-
-def colon_hex(value: bytes | None) -> str | None:
-    """Bytes identities as lowercase colon-separated hex (01:aa:bb), like a MAC."""
-    return None if value is None else bytes(value).hex(":")
-
-
-def duid_text(value: str | None) -> str | None:
-    """Stored DUIDs are plain lowercase hex; shown colon-separated when they are whole octets."""
-    if value is None:
-        return None
-    try:
-        return bytes.fromhex(value).hex(":")
-    except ValueError:
-        return value
 
 
 # --- the "As of" address map -------------------------------------------------------------

@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, not_found
-from ipamd.dhcp.allocator import event_ctes
-from ipamd.ipam import audit
+from ipamd.core import audit, identifiers
+from ipamd.core.errors import conflict, not_found
+from ipamd.core.lease_events import event_ctes
 
 STATES = ("offered", "active", "released", "expired", "declined")
 LIVE = ("offered", "active", "declined")
@@ -24,10 +24,6 @@ LIVE = ("offered", "active", "declined")
 _COLUMNS = """lease_id, host(ip) AS ip, subnet_id, hostname, fqdn, state, mac::text AS mac,
     client_id, duid, circuit_id, remote_id, host(giaddr) AS giaddr, starts_at, expires_at,
     created_at, updated_at"""
-
-
-def _hex(raw: bytes | None) -> str | None:
-    return None if raw is None else bytes(raw).hex(":")
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -39,10 +35,10 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "fqdn": row["fqdn"],
         "state": row["state"],
         "mac": row["mac"],
-        "client_id": _hex(row["client_id"]),
+        "client_id": identifiers.hex_or_none(row["client_id"]),
         "duid": row["duid"],
-        "circuit_id": _hex(row["circuit_id"]),
-        "remote_id": _hex(row["remote_id"]),
+        "circuit_id": identifiers.hex_or_none(row["circuit_id"]),
+        "remote_id": identifiers.hex_or_none(row["remote_id"]),
         "giaddr": row["giaddr"],
         "starts_at": row["starts_at"],
         "expires_at": row["expires_at"],

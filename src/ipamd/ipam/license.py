@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import ApiError
+from ipamd.core.errors import LicenseLimit
 
 LICENSE_LOCK = 0x1BA3E  # advisory lock key; MIGRATION_LOCK is 0x1BA3D
 
@@ -38,12 +38,10 @@ async def check_room(conn: asyncpg.Connection, grant: Entitlement, adding: int =
     row = await conn.fetchrow(_COUNT)
     managed = row["reservations"] + row["assignments"]
     if managed + adding > grant.cap:
-        raise ApiError(
-            402,
+        raise LicenseLimit(
             f"license limit: {managed} of {grant.cap} managed IPs (reservations and "
             f"assignments) are in use on the {grant.tier} tier; delete some or raise "
             "license.max_managed_ips",
-            "license_limit",
         )
 
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import invalid
-from ipamd.ipam import audit, prefixes, validate
+from ipamd.core import audit, validate
+from ipamd.core.errors import invalid
+from ipamd.ipam import prefixes
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import DEFAULT_TENANT
 

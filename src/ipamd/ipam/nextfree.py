@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import asyncpg
 
-from ipamd.ipam import validate
+from ipamd.core import validate
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import one
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import children, option_shapes
+from ipamd.core import option_shapes
+from ipamd.core.errors import conflict, invalid
+from ipamd.ipam import children
 from ipamd.ipam.dberrors import guarded
 
 COLUMNS = (

@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
+from ipamd.core.errors import conflict, invalid
 from ipamd.ipam import children, ranges
 from ipamd.ipam.dberrors import guarded
 

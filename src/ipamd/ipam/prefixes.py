@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict
-from ipamd.ipam import audit
+from ipamd.core import audit
+from ipamd.core.errors import conflict
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
 

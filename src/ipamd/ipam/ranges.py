@@ -7,8 +7,8 @@ import uuid
 
 import asyncpg
 
-from ipamd.api.errors import invalid
-from ipamd.ipam import validate
+from ipamd.core import validate
+from ipamd.core.errors import invalid
 
 
 def range_rules(net: ipaddress.IPv4Network, start: ipaddress.IPv4Address,

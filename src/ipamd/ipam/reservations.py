@@ -9,8 +9,9 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import children, license, occupancy, validate
+from ipamd.core import identifiers
+from ipamd.core.errors import conflict, invalid
+from ipamd.ipam import children, license, occupancy
 from ipamd.ipam.dberrors import guarded
 
 COLUMNS = (
@@ -30,7 +31,7 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
         "ip": str(row["ip"]),
         "mac": row["mac"],
         "duid": row["duid"],
-        "client_id": None if client_id is None else validate.colon_hex(bytes(client_id)),
+        "client_id": None if client_id is None else identifiers.colon_hex(bytes(client_id)),
         "hostname": row["hostname"],
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
@@ -76,7 +77,7 @@ async def _check(
             subnet["id"], value, own,
         )
         if other is not None:
-            shown = validate.colon_hex(value) if isinstance(value, bytes) else value
+            shown = identifiers.colon_hex(value) if isinstance(value, bytes) else value
             raise conflict(
                 f"{column}: {shown} already has the reservation {other['id']} "
                 f"({other['ip']}) in this subnet"

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import invalid, not_found
+from ipamd.core.errors import invalid, not_found
 
 # Fixed in 0002_ipam.sql so every node and every test agrees on it.
 DEFAULT_TENANT = uuid.UUID("00000000-0000-7000-8000-000000000001")

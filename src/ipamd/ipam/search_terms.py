@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ipamd.ipam import validate
+from ipamd.core import identifiers
 
 _HOSTNAME_PREFIX = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,252}$")
 
@@ -62,8 +62,8 @@ def parse(q: str) -> Terms:
         return Terms(address=ipaddress.ip_address(text))
     except ValueError:
         pass
-    mac = _or_none(validate.mac, text)
-    duid = _or_none(validate.duid, text)
+    mac = _or_none(identifiers.mac, text)
+    duid = _or_none(identifiers.duid, text)
     lowered = text.lower().removesuffix(".")
     hostname = None
     if mac is None and duid is None and lowered and _HOSTNAME_PREFIX.match(lowered):

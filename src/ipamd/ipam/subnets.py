@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid
-from ipamd.ipam import audit, validate
+from ipamd.core import audit, validate
+from ipamd.core.errors import conflict, invalid
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create

@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import ApiError, not_found
-from ipamd.ipam import audit
+from ipamd.core import audit
+from ipamd.core.errors import NotFound, not_found
 
 PREFIX = "service_live_"
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -103,7 +103,7 @@ async def revoke(conn: asyncpg.Connection, actor: str, token_id: Any) -> None:
     if before is None:
         raise not_found("token", str(token_id))
     if before["revoked_at"] is not None:
-        raise ApiError(404, f"token {token_id} is already revoked")
+        raise NotFound(f"token {token_id} is already revoked")
     after = await conn.fetchrow(
         f"""UPDATE tokens SET revoked_at = now(), updated_at = now() WHERE id = $1
             RETURNING {_COLUMNS}""",

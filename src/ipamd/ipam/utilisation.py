@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.ipam import validate
+from ipamd.core import validate
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import one
 

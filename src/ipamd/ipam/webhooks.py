@@ -12,8 +12,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, invalid, not_found
-from ipamd.ipam import audit
+from ipamd.core import audit
+from ipamd.core.errors import conflict, invalid, not_found
 from ipamd.outbox import queue, topics
 
 _COLUMNS = "id, name, url, secret_ref, previous_secret_ref, topics, enabled, created_at, updated_at"

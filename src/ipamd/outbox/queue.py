@@ -16,8 +16,8 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.api.errors import conflict, not_found
-from ipamd.ipam import audit
+from ipamd.core import audit
+from ipamd.core.errors import conflict, not_found
 
 CHANNEL = "ipamd_outbox"
 KINDS = ("webhook", "dns")

@@ -8,7 +8,7 @@ import asyncpg
 import trio
 
 from ipamd.api.idempotency import purge_expired
-from ipamd.ipam import audit
+from ipamd.core import audit
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.housekeeping")

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipamd.api.errors import ApiError
 from ipamd.api.routes import history as routes
+from ipamd.core.errors import BadRequest
 
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")
 
@@ -32,9 +32,9 @@ def test_mac_notations(text):
 @pytest.mark.parametrize("text", ["aa:bb:cc:dd:ee", "aa:bb-cc:dd:ee:ff", "zz:bb:cc:dd:ee:ff",
                                   "aabbccddeeff00", ""])
 def test_bad_macs_name_the_parameter(text):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         routes.parse_mac(text)
-    assert caught.value.status == 400 and caught.value.message.startswith("mac:")
+    assert caught.value.message.startswith("mac:")
 
 
 @pytest.mark.parametrize("text", ["01:AA:bb", "01-aa-bb", "01aabb", "0x01aabb"])
@@ -44,13 +44,13 @@ def test_hex_notations(text):
 
 @pytest.mark.parametrize("text", ["1aabb", "01:aa-bb", "01:aa:", "hello", "", "01 aa"])
 def test_bad_hex(text):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         routes.parse_hex("circuit", text)
-    assert caught.value.status == 400 and caught.value.message.startswith("circuit:")
+    assert caught.value.message.startswith("circuit:")
 
 
 def test_hex_longer_than_an_option_is_refused():
-    with pytest.raises(ApiError, match="255"):
+    with pytest.raises(BadRequest, match="255"):
         routes.parse_hex("remote", "00" * 256)
 
 
@@ -58,7 +58,7 @@ def test_identity_values_are_normalised():
     assert routes.identity_value("duid", "00:01:AB:cd") == "0001abcd"
     assert routes.identity_value("hostname", " Printer-3.Example.COM. ") == "printer-3.example.com"
     assert routes.identity_value("ip", "10.77.0.5") == "10.77.0.5"
-    with pytest.raises(ApiError, match=re.escape("ip: '10.77.0.256'")):
+    with pytest.raises(BadRequest, match=re.escape("ip: '10.77.0.256'")):
         routes.identity_value("ip", "10.77.0.256")
 
 
@@ -79,16 +79,15 @@ def test_times_with_offset_and_naive_times_in_the_zone():
 
 @pytest.mark.parametrize("text", ["yesterday", "2025-13-01", "2025-01-07T25:00", ""])
 def test_bad_times_name_the_parameter(text):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         routes.parse_time("to", text, None)
-    assert caught.value.status == 400 and caught.value.message.startswith("to:")
+    assert caught.value.message.startswith("to:")
 
 
 @pytest.mark.parametrize("name", ["Mars/Olympus_Mons", "../../etc/passwd", "", "/etc/localtime"])
 def test_unknown_zone_is_named(name):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         routes.parse_zone(name)
-    assert caught.value.status == 400
     assert repr(name) in caught.value.message
 
 
@@ -111,9 +110,8 @@ def test_stamps_render_in_the_zone():
     ({"circuit": "01", "giaddr": "nope"}, "giaddr: 'nope'"),
 ])
 def test_lookup_errors(values, message):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         routes.build_lookup(query(**values), None)
-    assert caught.value.status == 400
     assert message in caught.value.message
 
 
@@ -160,8 +158,7 @@ def test_any_text_is_a_value_or_a_400(text):
     ):
         try:
             value = parse()
-        except ApiError as error:
-            assert error.status == 400
+        except BadRequest:
             continue
         if isinstance(value, dt.datetime):
             assert value.utcoffset() == dt.timedelta(0)
@@ -170,6 +167,6 @@ def test_any_text_is_a_value_or_a_400(text):
 
 
 def test_times_at_the_edge_of_the_calendar():
-    with pytest.raises(ApiError, match="out of range"):
+    with pytest.raises(BadRequest, match="out of range"):
         routes.parse_time("at", "0001-01-01T00:00:00+01:00", None)
     assert routes.parse_time("at", "9999-12-31T23:00", None).year == 9999

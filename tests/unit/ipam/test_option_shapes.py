@@ -2,7 +2,7 @@
 
 import pytest
 
-from ipamd.ipam import option_shapes as shapes
+from ipamd.core import option_shapes as shapes
 
 
 def test_dns_servers_code_6():

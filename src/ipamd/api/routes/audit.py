@@ -12,7 +12,7 @@ from ipamd.api import paging
 from ipamd.api.instant import Instant
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import AuditEntry, Page
-from ipamd.ipam.audit import entry_out
+from ipamd.core.audit import entry_out
 
 router = Router("audit")
 

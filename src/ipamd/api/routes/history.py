@@ -20,11 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from quart import Response
 
-from ipamd import jsonutil
 from ipamd.api import paging
 from ipamd.api.errors import bad_request
 from ipamd.api.router import Query, RequestContext, Router
 from ipamd.api.schemas import Page
+from ipamd.core import identifiers, jsonutil
 from ipamd.ipam import history
 
 router = Router("history")
@@ -37,7 +37,7 @@ _UTC_NAMES = {"UTC", "Etc/UTC", "Etc/Zulu", "Zulu", "UCT", "Etc/UCT", "Universal
 
 _TIME_HELP = ("an RFC 3339 time such as 2025-01-07T14:00:00Z or 2025-01-07T14:00:00+01:00, "
               "or a local time such as 2025-01-07T14:00 read in tz")
-_HEX_HELP = "hex octets such as 01:aa:bb:cc, 01-aa-bb-cc or 01aabbcc"
+_HEX_HELP = identifiers.HEX_HELP
 
 
 class HistoryQuery(paging.PageQuery):
@@ -150,37 +150,18 @@ def parse_time(name: str, text: str, zone: zoneinfo.ZoneInfo | None) -> dt.datet
         raise bad_request(f"{name}: {text!r} is out of range") from None
 
 
-_MAC_FORMS = (
-    re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}"),
-    re.compile(r"[0-9a-f]{2}(-[0-9a-f]{2}){5}"),
-    re.compile(r"[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}"),
-    re.compile(r"[0-9a-f]{12}"),
-)
-_HEX_FORMS = (
-    re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2})*"),
-    re.compile(r"[0-9a-f]{2}(-[0-9a-f]{2})*"),
-    re.compile(r"([0-9a-f]{2})+"),
-)
-
-
 def parse_mac(text: str) -> str:
-    value = text.strip().lower()
-    if not any(form.fullmatch(value) for form in _MAC_FORMS):
-        raise bad_request(
-            f"mac: {text!r} is not a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-cc-dd-ee-ff, "
-            "aabb.ccdd.eeff or aabbccddeeff)"
-        )
-    return bytes.fromhex(re.sub(r"[:.-]", "", value)).hex(":")
+    try:
+        return identifiers.lookup_mac(text)
+    except ValueError as error:
+        raise bad_request(f"mac: {error}") from None
 
 
 def parse_hex(name: str, text: str) -> bytes:
-    value = text.strip().lower().removeprefix("0x")
-    if not any(form.fullmatch(value) for form in _HEX_FORMS):
-        raise bad_request(f"{name}: {text!r} is not hex; use {_HEX_HELP}")
-    raw = bytes.fromhex(re.sub(r"[:-]", "", value))
-    if len(raw) > 255:
-        raise bad_request(f"{name}: longer than 255 octets")
-    return raw
+    try:
+        return identifiers.lookup_hex(text)
+    except ValueError as error:
+        raise bad_request(f"{name}: {error}") from None
 
 
 def parse_ipv4(name: str, text: str) -> str:
@@ -253,11 +234,11 @@ def interval_out(row: Any, zone: zoneinfo.ZoneInfo | None) -> dict[str, Any]:
     return {
         "ip": row["ip"],
         "mac": row["mac"],
-        "client_id": history.colon_hex(row["client_id"]),
-        "duid": history.duid_text(row["duid"]),
+        "client_id": identifiers.hex_or_none(row["client_id"]),
+        "duid": identifiers.duid_text(row["duid"]),
         "hostname": row["hostname"],
-        "circuit_id": history.colon_hex(row["circuit_id"]),
-        "remote_id": history.colon_hex(row["remote_id"]),
+        "circuit_id": identifiers.hex_or_none(row["circuit_id"]),
+        "remote_id": identifiers.hex_or_none(row["remote_id"]),
         "giaddr": row["giaddr"],
         "subnet_id": str(row["subnet_id"]),
         "lease_id": str(row["lease_id"]),

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
-from ipamd.ipam import validate
+from ipamd.core import identifiers, validate
 
 
 def _strings(parse: Callable[[str], Any]) -> BeforeValidator:
@@ -98,21 +98,21 @@ CidrOrAddress = Annotated[
 ]
 Mac = Annotated[
     str,
-    _strings(validate.mac),
+    _strings(identifiers.mac),
     WithJsonSchema({"type": "string", "description":
                     "six octets in any common notation; stored as aa:bb:cc:dd:ee:ff",
                     "examples": ["aa:bb:cc:dd:ee:ff"]}),
 ]
 Duid = Annotated[
     str,
-    _strings(validate.duid),
+    _strings(identifiers.duid),
     WithJsonSchema({"type": "string", "description":
                     "DHCP Unique Identifier (RFC 8415), hex octets; stored colon-separated",
                     "examples": ["00:03:00:01:aa:bb:cc:dd:ee:ff"]}),
 ]
 ClientId = Annotated[
     bytes,
-    _strings(lambda v: validate.hex_bytes(v, min_length=2, max_length=255)),
+    _strings(lambda v: identifiers.hex_bytes(v, min_length=2, max_length=255)),
     _SERIALISE,
     WithJsonSchema({"type": "string", "description":
                     "raw DHCP client identifier (option 61), hex octets",

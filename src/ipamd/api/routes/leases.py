@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import re
 import uuid
 from typing import Any, Literal
 
@@ -13,12 +12,10 @@ from pydantic import BaseModel, Field, field_validator
 from ipamd.api import paging
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import Page
+from ipamd.core import identifiers
 from ipamd.ipam import leases
 
 router = Router("leases")
-
-_MAC = re.compile(r"^[0-9a-f]{12}$")
-
 
 class LeaseOut(BaseModel):
     lease_id: uuid.UUID
@@ -61,10 +58,7 @@ class LeaseQuery(paging.PageQuery):
     def _mac(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        digits = re.sub(r"[:\-.]", "", value.strip().lower())
-        if not _MAC.match(digits):
-            raise ValueError(f"{value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
-        return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
+        return identifiers.lookup_mac(value)
 
 
 @router.route(

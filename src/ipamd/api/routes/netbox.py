@@ -8,11 +8,11 @@ from typing import Any, Literal
 from pydantic import Field
 from quart import Response
 
-from ipamd import jsonutil
 from ipamd.api.errors import invalid
 from ipamd.api.router import Body, Query, RequestContext, Router
 from ipamd.api.routes.ipam_fields import Id
 from ipamd.api.routes.ipam_models import ImportReport, NetboxPrefix
+from ipamd.core import jsonutil
 from ipamd.ipam import netbox
 
 router = Router("netbox")

@@ -11,7 +11,8 @@ from ipamd.api import paging
 from ipamd.api.errors import bad_request
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.routes.ipam_models import SearchPage
-from ipamd.ipam import search, search_terms, validate
+from ipamd.core import validate
+from ipamd.ipam import search, search_terms
 
 router = Router("search")
 

@@ -1,4 +1,6 @@
-"""Pure parsers for the values the address plan stores: addresses, networks, MACs, DUIDs, names.
+"""Pure parsers for the values the address plan stores: addresses, networks, names.
+
+MACs, DUIDs and hex octets are parsed in ``ipamd.core.identifiers``.
 
 Each parser returns the canonical form or raises ``ValueError`` with a message that
 does not name the field (the caller adds it: ``"mac: must be six octets ..."``).
@@ -13,14 +15,7 @@ import unicodedata
 IPv4 = ipaddress.IPv4Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-_HEX_PAIRS = re.compile(r"^[0-9a-fA-F]{1,2}([:-][0-9a-fA-F]{1,2})*$")
-_CISCO = re.compile(r"^[0-9a-fA-F]{4}(\.[0-9a-fA-F]{4})*$")
-_BARE_HEX = re.compile(r"^(?:[0-9a-fA-F]{2})+$")
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
-
-# RFC 8415 §11: DUID types and the smallest length (type code included) of each.
-DUID_MIN_LENGTH = {1: 9, 2: 7, 3: 5, 4: 18}
-DUID_MAX_LENGTH = 130  # 128 octets of identifier plus the 2-octet type code
 
 
 def clean_text(value: str, *, max_length: int, multiline: bool = False) -> str:
@@ -90,82 +85,6 @@ def host_in(net: ipaddress.IPv4Network, address: IPv4) -> str | None:
     if int(address) > last:
         return f"{address} is the broadcast address of {net}"
     return None
-
-
-def _octets(text: str) -> bytes | None:
-    """Hex octets in colon/dash pairs, Cisco dotted quads, or bare hex; None when not hex."""
-    text = text.strip()
-    if _HEX_PAIRS.match(text):
-        return bytes(int(part, 16) for part in re.split(r"[:-]", text))
-    if _CISCO.match(text):
-        return bytes.fromhex(text.replace(".", ""))
-    if _BARE_HEX.match(text):
-        return bytes.fromhex(text)
-    return None
-
-
-def colon_hex(raw: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in raw)
-
-
-def mac(text: str) -> str:
-    """Six octets in any common notation → lowercase colon-separated (aa:bb:cc:dd:ee:ff).
-
-    Anything longer or shorter is refused: a DHCP client identifier (option 61) such as
-    01:aa:bb:cc:dd:ee:ff is not a hardware address (spec §2, reservation rule 4).
-    """
-    raw = _octets(text)
-    if raw is None:
-        raise ValueError(
-            f"{text!r} is not a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-cc-dd-ee-ff, "
-            "aabb.ccdd.eeff or aabbccddeeff)"
-        )
-    if len(raw) != 6:
-        raise ValueError(
-            f"a MAC address is six octets; {text!r} has {len(raw)}. A client identifier is "
-            "not a MAC: give it as duid (or client_id) instead"
-        )
-    if raw == bytes(6):
-        raise ValueError("00:00:00:00:00:00 does not identify a client")
-    if raw[0] & 1:
-        raise ValueError(f"{colon_hex(raw)} is a multicast/broadcast address, not a client's")
-    return colon_hex(raw)
-
-
-def mac_prefix(text: str) -> str:
-    """One to six leading octets of a MAC (an OUI is three) → lowercase colon-separated."""
-    raw = _octets(text)
-    if raw is None or not 1 <= len(raw) <= 6:
-        raise ValueError(f"{text!r} is not a MAC prefix (1 to 6 octets, e.g. 00:1a:2b)")
-    return colon_hex(raw)
-
-
-def duid(text: str) -> str:
-    """A DHCP Unique Identifier (RFC 8415 §11) → lowercase colon-separated hex."""
-    raw = _octets(text)
-    if raw is None:
-        raise ValueError(f"{text!r} is not a DUID (hex octets, e.g. 00:03:00:01:aa:bb:cc:dd:ee:ff)")
-    if len(raw) < 3 or len(raw) > DUID_MAX_LENGTH:
-        raise ValueError(f"a DUID is 3 to {DUID_MAX_LENGTH} octets; got {len(raw)}")
-    kind = int.from_bytes(raw[:2], "big")
-    if kind not in DUID_MIN_LENGTH:
-        raise ValueError(
-            f"DUID type {kind} is unknown (1 DUID-LLT, 2 DUID-EN, 3 DUID-LL, 4 DUID-UUID)"
-        )
-    if kind == 4 and len(raw) != 18:
-        raise ValueError(f"a DUID-UUID is 18 octets; got {len(raw)}")
-    if len(raw) < DUID_MIN_LENGTH[kind]:
-        raise ValueError(f"a type {kind} DUID is at least {DUID_MIN_LENGTH[kind]} octets")
-    return colon_hex(raw)
-
-
-def hex_bytes(text: str, *, min_length: int = 1, max_length: int = 255) -> bytes:
-    raw = _octets(text) if text.strip() else None
-    if raw is None:
-        raise ValueError(f"{text!r} is not hex octets (e.g. 01:02:0a or 01020a)")
-    if not min_length <= len(raw) <= max_length:
-        raise ValueError(f"must be {min_length} to {max_length} octets; got {len(raw)}")
-    return raw
 
 
 def hostname(text: str) -> str:

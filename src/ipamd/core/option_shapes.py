@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ipamd.ipam import validate
+from ipamd.core import identifiers, validate
 
 MAX_WIRE = 255  # one option's value; longer values would need RFC 3396 splitting
 
@@ -217,11 +217,11 @@ def _norm_hex(code: int, payload: dict[str, Any]) -> dict[str, Any]:
     value = _only(payload, "hex", '{"hex": "01:02:0a"}')
     if not isinstance(value, str):
         raise ValueError("hex must be a string of hex octets")
-    return {"hex": validate.colon_hex(validate.hex_bytes(value, max_length=MAX_WIRE))}
+    return {"hex": identifiers.colon_hex(identifiers.hex_bytes(value, max_length=MAX_WIRE))}
 
 
 def _enc_hex(code: int, payload: dict[str, Any]) -> bytes:
-    return validate.hex_bytes(payload["hex"], max_length=MAX_WIRE)
+    return identifiers.hex_bytes(payload["hex"], max_length=MAX_WIRE)
 
 
 ADDRESSES = Shape("addresses", {"addresses": ["10.0.0.53"]}, _norm_addresses, _enc_addresses)

@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from ipamd.ipam import validate
+from ipamd.core import identifiers, validate
 
 
 @pytest.mark.parametrize("text", [
@@ -12,11 +12,11 @@ from ipamd.ipam import validate
     "aabbccddeef0", "AABBCCDDEEF0", " aa:bb:cc:dd:ee:f0 ",
 ])
 def test_mac_in_any_common_notation_is_stored_lowercase_colon_separated(text):
-    assert validate.mac(text) == "aa:bb:cc:dd:ee:f0"
+    assert identifiers.mac(text) == "aa:bb:cc:dd:ee:f0"
 
 
 def test_mac_single_digit_octets_are_padded():
-    assert validate.mac("2:0:c:d:e:f") == "02:00:0c:0d:0e:0f"
+    assert identifiers.mac("2:0:c:d:e:f") == "02:00:0c:0d:0e:0f"
 
 
 @pytest.mark.parametrize("text, words", [
@@ -31,14 +31,14 @@ def test_mac_single_digit_octets_are_padded():
 ])
 def test_mac_refusals(text, words):
     with pytest.raises(ValueError, match=words):
-        validate.mac(text)
+        identifiers.mac(text)
 
 
 def test_mac_prefix():
-    assert validate.mac_prefix("00-1A-2B") == "00:1a:2b"
-    assert validate.mac_prefix("001a2b") == "00:1a:2b"
+    assert identifiers.mac_prefix("00-1A-2B") == "00:1a:2b"
+    assert identifiers.mac_prefix("001a2b") == "00:1a:2b"
     with pytest.raises(ValueError):
-        validate.mac_prefix("00:1a:2b:3c:4d:5e:6f")
+        identifiers.mac_prefix("00:1a:2b:3c:4d:5e:6f")
 
 
 @pytest.mark.parametrize("text, canonical", [
@@ -49,7 +49,7 @@ def test_mac_prefix():
     ("0004" + "11" * 16, "00:04:" + ":".join(["11"] * 16)),
 ])
 def test_duid_canonical(text, canonical):
-    assert validate.duid(text) == canonical
+    assert identifiers.duid(text) == canonical
 
 
 @pytest.mark.parametrize("text, words", [
@@ -62,7 +62,7 @@ def test_duid_canonical(text, canonical):
 ])
 def test_duid_refusals(text, words):
     with pytest.raises(ValueError, match=words):
-        validate.duid(text)
+        identifiers.duid(text)
 
 
 def test_network_strict_with_a_hint():
@@ -109,3 +109,31 @@ def test_clean_text_refuses_nul_control_and_surrogates():
             validate.clean_text(bad, max_length=20)
     with pytest.raises(ValueError, match="at most 3"):
         validate.clean_text("abcd", max_length=3)
+
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("aa:bb:cc:dd:ee:0f", "aa:bb:cc:dd:ee:0f"), ("AA-BB-CC-DD-EE-0F", "aa:bb:cc:dd:ee:0f"),
+    ("aabb.ccdd.ee0f", "aa:bb:cc:dd:ee:0f"), (" aabbccddee0f ", "aa:bb:cc:dd:ee:0f"),
+    ("01:00:5E:00:00:01", "01:00:5e:00:00:01"),
+])
+def test_a_mac_to_look_up_may_be_any_mac_in_one_notation(text, canonical):
+    # lookups find what was stored, multicast included; MACs to store go through mac()
+    assert identifiers.lookup_mac(text) == canonical
+
+
+@pytest.mark.parametrize("text", ["aa:bb-cc:dd:ee:ff", "aa:bb:cc:dd:ee", "zz:bb:cc:dd:ee:ff"])
+def test_a_mac_to_look_up_in_mixed_or_short_notation_is_refused(text):
+    with pytest.raises(ValueError, match="is not a MAC address"):
+        identifiers.lookup_mac(text)
+
+
+def test_identifiers_shown_and_compared_in_one_form():
+    assert identifiers.hex_or_none(b"\x01\xaa") == "01:aa"
+    assert identifiers.hex_or_none(None) is None
+    assert identifiers.duid_text("0001abcd") == "00:01:ab:cd"
+    assert identifiers.duid_text("abc") == "abc"
+    assert identifiers.bare_hex("AA:bb-CC.dd") == "aabbccdd"
+    assert identifiers.bare_hex("::") is None
+    assert identifiers.lookup_hex("0x01:AA:bb") == b"\x01\xaa\xbb"
+    with pytest.raises(ValueError, match="longer than 255 octets"):
+        identifiers.lookup_hex("00" * 256)

@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd import jsonutil
+from ipamd.core import jsonutil
 
 AUDIT_TOPIC = "ipam.audit"
 
