@@ -8,6 +8,7 @@ else is cancelled and the pool closed — well inside supervisor's stop timeout.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import signal
@@ -19,6 +20,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
+from ipamd.api import idempotency
 from ipamd.api.app import create_app
 from ipamd.config import Config
 from ipamd.db.bridge import Database, asyncio_loop, run_once
@@ -40,7 +42,8 @@ Service = Callable[..., Awaitable[None]]
 
 def services(state: AppState) -> list[tuple[str, Service]]:
     """Every background service of the appliance, in start order."""
-    found: list[tuple[str, Service]] = [("housekeeping", housekeeping.run)]
+    housekeep = functools.partial(housekeeping.run, purge_keys=idempotency.purge_expired)
+    found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
     if state.config.outbox.enabled:
         found.append(("outbox", outbox_scheduler.run))

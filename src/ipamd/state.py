@@ -3,11 +3,39 @@
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ipamd.config import Config
 from ipamd.db.bridge import Database
+
+
+class DhcpControl(Protocol):
+    """What the rest of the appliance may ask of this node's running DHCP server.
+
+    The server registers itself as ``AppState.dhcp`` once it listens (None otherwise): the
+    API reloads its plan after a settings change and tells it of leases it force-released,
+    the expiry worker of leases it ended.
+    """
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """Where it listens: (address, port) per socket."""
+        ...
+
+    def forget(self, ended: Iterable[tuple[uuid.UUID, uuid.UUID, str | None]]) -> None:
+        """Leases ended outside the DHCP path: (lease_id, subnet_id, event or None)."""
+        ...
+
+    async def reload_plan(self) -> None:
+        """Reload the address plan now (the other nodes follow the NOTIFY)."""
+        ...
+
+    def counters_snapshot(self) -> dict[str, Any]:
+        """Packets received/sent/dropped and lease events so far, as plain JSON values."""
+        ...
 
 
 @dataclass
@@ -19,5 +47,5 @@ class AppState:
     tokens_exist: bool = False
     # Per-subsystem in-memory counters (dhcp, outbox, ...), read by the metrics endpoint.
     counters: dict[str, Any] = field(default_factory=dict)
-    # Extension slots for services that other parts reach (dhcp server handle, scheduler, ...).
-    services: dict[str, Any] = field(default_factory=dict)
+    # This node's running DHCP server, while it runs (a typed handle, not a service lookup).
+    dhcp: DhcpControl | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ipamd.api.idempotency import purge_expired
 from ipamd.core import audit
 from ipamd.db.bridge import Database
 from ipamd.workers.housekeeping import sweep_once
@@ -73,7 +74,7 @@ async def test_retention_sweep_removes_only_old_entries(db: Database):
         await conn.execute("UPDATE audit_log SET at = now() - interval '400 days' WHERE actor = 'old'")
 
     await db.transaction(seed)
-    removed, _ = await db.run(sweep_once, 365, 86400)
+    removed, _ = await db.run(sweep_once, 365, 86400, purge_expired)
     assert removed == 1
 
     async def actors(conn):

@@ -2,7 +2,7 @@
 
 Packets hand their ``Op`` to ``submit`` (no task, no channel: a list append). A few
 worker tasks each take what has queued up and commit the lot with one crossing into
-asyncio (``allocator.commit``: one statement per batch). Only after that commit are the
+asyncio (``leasestore.commit``: one statement per batch). Only after that commit are the
 waiters' replies built and sent, so an Ack is never ahead of its lease.
 
 A worker that finds the database idle commits at once: at light load a window would only
@@ -29,7 +29,7 @@ import asyncpg
 import trio
 
 from ipamd.db.bridge import Database
-from ipamd.dhcp import allocator
+from ipamd.dhcp import leasestore
 from ipamd.dhcp.context import Tx
 from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.sessions import open_commit_db
@@ -131,10 +131,10 @@ class Committer:
             self.on_stale([tx for tx in batch if tx.born < limit])
         return fresh
 
-    async def _commit(self, ops: list[allocator.Op]) -> bool:
+    async def _commit(self, ops: list[leasestore.Op]) -> bool:
         for attempt in (1, 2):
             try:
-                await self._sessions.run(allocator.commit, ops)  # type: ignore[union-attr]
+                await self._sessions.run(leasestore.commit, ops)  # type: ignore[union-attr]
                 return True
             except _RETRYABLE as error:
                 log.info("lease batch of %d hit %s (attempt %d)", len(ops),

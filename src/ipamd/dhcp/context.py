@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipamd.config import DhcpConfig
-from ipamd.dhcp.allocator import Op
 from ipamd.dhcp.codec import DhcpMessage
 from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import LeaseCache
+from ipamd.dhcp.leasestore import Op
 from ipamd.dhcp.plan import Plan, Reservation, Subnet
 from ipamd.dhcp.relays import TrustedRelays
 

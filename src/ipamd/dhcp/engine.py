@@ -19,14 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ipamd.dhcp import allocator
 from ipamd.dhcp.accept import accept
-from ipamd.dhcp.allocator import Op
 from ipamd.dhcp.classify import classify
 from ipamd.dhcp.context import Env, Tx
 from ipamd.dhcp.destination import destination
 from ipamd.dhcp.identity import identify
 from ipamd.dhcp.leasecache import Lease
+from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.options import (
     ACK,
     DECLINE,
@@ -113,7 +112,7 @@ def _discover(tx: Tx, env: Env) -> Outcome:
     res = tx.reservation
     if (res is not None and (lease is None or lease.ip != res.ip)
             and subnet.contains(res.ip) and _free(env, subnet, res.ip)):
-        return _claim(env, tx, _op(tx, allocator.OFFER, res.ip, env.config.offer_hold_seconds,
+        return _claim(env, tx, _op(tx, OpKind.OFFER, res.ip, env.config.offer_hold_seconds,
                                    supersede=lease is not None))
     # A reserved address still held by a lease from before the reservation: serve the
     # client dynamically meanwhile.
@@ -121,7 +120,7 @@ def _discover(tx: Tx, env: Env) -> Outcome:
         hold = env.config.offer_hold_seconds
         if lease.state == "active" or lease.expires - time.time() > hold / 2:
             return _reply(tx, env, OFFER, lease.ip)
-        tx.op = _op(tx, allocator.HOLD, lease.ip, hold, lease_id=lease.lease_id)
+        tx.op = _op(tx, OpKind.HOLD, lease.ip, hold, lease_id=lease.lease_id)
         return tx.op
     wanted = _requested(tx)
     if wanted is not None and _allowed(tx, subnet, wanted) and _free(env, subnet, wanted) and (
@@ -132,7 +131,7 @@ def _discover(tx: Tx, env: Env) -> Outcome:
         ip = env.picker.pick(subnet, tx.classes, cache.ips(subnet.id), env.pending_in(subnet.id))
     if ip is None:
         return "no_address"
-    return _claim(env, tx, _op(tx, allocator.OFFER, ip, env.config.offer_hold_seconds,
+    return _claim(env, tx, _op(tx, OpKind.OFFER, ip, env.config.offer_hold_seconds,
                                supersede=lease is not None))
 
 
@@ -157,20 +156,20 @@ def _request(tx: Tx, env: Env) -> Outcome:
     if lease is not None and lease.ip == ip:
         if not _allowed(tx, subnet, ip):
             return _reply(tx, env, NAK, message="address no longer available to this client")
-        tx.op = _op(tx, allocator.ACK, ip, lease_time)
+        tx.op = _op(tx, OpKind.ACK, ip, lease_time)
         return tx.op
     if lease is not None:
         return _reply(tx, env, NAK, message="requested address is not this client's lease")
     if selecting:
         # Our offer lapsed (or another node made it): grant the address if still free.
         if _allowed(tx, subnet, ip) and _free(env, subnet, ip):
-            return _claim(env, tx, _op(tx, allocator.ACK, ip, lease_time, may_insert=True))
+            return _claim(env, tx, _op(tx, OpKind.ACK, ip, lease_time, may_insert=True))
         return _reply(tx, env, NAK, message="requested address is not available")
     # INIT-REBOOT / RENEWING / REBINDING with no lease known here: the database decides
     # (another node may hold it); nothing found means never acknowledged -> NAK.
     if env.cache.at(subnet.id, ip) is not None:
         return _reply(tx, env, NAK, message="requested address belongs to another client")
-    tx.op = _op(tx, allocator.ACK, ip, lease_time)
+    tx.op = _op(tx, OpKind.ACK, ip, lease_time)
     return tx.op
 
 
@@ -178,14 +177,14 @@ def _decline(tx: Tx, env: Env) -> Outcome:
     ip = _requested(tx)
     if ip is None:
         return "bad_request"
-    tx.op = _op(tx, allocator.DECLINE, ip, env.config.decline_probation_seconds)
+    tx.op = _op(tx, OpKind.DECLINE, ip, env.config.decline_probation_seconds)
     return tx.op
 
 
 def _release(tx: Tx, env: Env) -> Outcome:
     if not tx.msg.ciaddr:
         return "bad_request"
-    tx.op = _op(tx, allocator.RELEASE, tx.msg.ciaddr, 0)
+    tx.op = _op(tx, OpKind.RELEASE, tx.msg.ciaddr, 0)
     return tx.op
 
 
@@ -219,7 +218,7 @@ def decide(tx: Tx, env: Env) -> Outcome:
 def release_claim(tx: Tx, env: Env) -> None:
     """Give back the address picked for the op (committed or not, it is no longer pending)."""
     op = tx.op
-    if op is not None and (op.kind == allocator.OFFER or op.may_insert):
+    if op is not None and (op.kind == OpKind.OFFER or op.may_insert):
         env.pending_in(op.subnet_id).discard(op.ip)  # type: ignore[arg-type]
 
 
@@ -237,42 +236,42 @@ def finish(tx: Tx, env: Env) -> Outcome:
     if op.ok:
         if op.event is not None:
             env.counters.leases[op.event] += 1
-        if kind == allocator.RELEASE:
+        if kind == OpKind.RELEASE:
             cache.drop(op.lease_id)  # type: ignore[arg-type]
             stale = cache.client(op.subnet_id, op.client_key)
             if stale is not None and stale.ip == op.ip:
                 cache.drop(stale.lease_id)
             env.picker.freed(op.subnet_id)
             return None
-        if kind == allocator.DECLINE:
+        if kind == OpKind.DECLINE:
             state = "declined"
-        elif kind == allocator.ACK:
+        elif kind == OpKind.ACK:
             state = "active"
         else:
             state = "offered"
         cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]
                         op.client_key, op.expires))
-        if kind == allocator.DECLINE:
+        if kind == OpKind.DECLINE:
             return None
-        mtype = ACK if kind == allocator.ACK else OFFER
+        mtype = ACK if kind == OpKind.ACK else OFFER
         return _reply(tx, env, mtype, op.ip)  # type: ignore[arg-type]
     # Refused or not found: bring the cache in line with the database, then decide again.
     if op.refreshed:
         env.counters.conflicts += 1
     for lease_id, subnet_id, ip, state, key, expires in op.refreshed:
         cache.put(Lease(lease_id, subnet_id, ip, state, key, expires))
-    if kind in (allocator.RELEASE, allocator.DECLINE, allocator.ACK) and not op.refreshed:
+    if kind in (OpKind.RELEASE, OpKind.DECLINE, OpKind.ACK) and not op.refreshed:
         # The database has no live lease of this client there: forget ours if we had one.
         stale = cache.client(op.subnet_id, op.client_key)
         if stale is not None and stale.ip == op.ip:
             cache.drop(stale.lease_id)
-    if kind in (allocator.RELEASE, allocator.DECLINE):
+    if kind in (OpKind.RELEASE, OpKind.DECLINE):
         return "unknown_lease"
-    if kind == allocator.ACK and not op.refreshed:
+    if kind == OpKind.ACK and not op.refreshed:
         return _reply(tx, env, NAK, message="no lease for this client at that address")
-    if kind == allocator.ACK:
+    if kind == OpKind.ACK:
         return _reply(tx, env, NAK, message="requested address is not available")
-    if kind == allocator.HOLD:
+    if kind == OpKind.HOLD:
         cache.drop(op.lease_id)  # type: ignore[arg-type]  # the hold lapsed meanwhile
     tx.attempts += 1
     if tx.attempts >= MAX_ATTEMPTS:

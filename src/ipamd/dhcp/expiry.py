@@ -1,4 +1,4 @@
-"""The lease expiry worker: ends leases whose time is up, in batches.
+"""The lease expiry worker: ends leases whose time is up, in batches (``leasestore.expire_batch``).
 
 * active -> expired, with its lease_events row and a ``lease.expired`` event;
 * offered (a lapsed Offer hold) -> deleted: it never was a lease, so no history;
@@ -11,45 +11,16 @@
 from __future__ import annotations
 
 import logging
-import uuid
-from typing import Any
 
 import asyncpg
 import trio
 
-from ipamd.core.lease_events import event_ctes
+from ipamd.dhcp.leasestore import expire_batch
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp.expiry")
 
 _MAX_ROUNDS = 50  # batches per tick; the rest waits for the next tick
-
-_EXPIRE = f"""
-WITH due AS (
-    SELECT lease_id, state FROM leases
-    WHERE state IN ('offered', 'active', 'declined') AND expires_at <= now()
-    ORDER BY expires_at LIMIT $1
-    FOR UPDATE SKIP LOCKED
-), gone AS (
-    DELETE FROM leases l USING due
-    WHERE l.lease_id = due.lease_id AND due.state = 'offered'
-    RETURNING l.lease_id, l.subnet_id
-), u AS (
-    UPDATE leases l SET state = 'expired', updated_at = now()
-    FROM due WHERE l.lease_id = due.lease_id AND due.state <> 'offered'
-    RETURNING l.*, 'expired'::text AS event
-){event_ctes("u", "event")}
-SELECT lease_id, subnet_id, event FROM u
-UNION ALL SELECT lease_id, subnet_id, NULL FROM gone
-"""
-
-
-async def expire_batch(
-    conn: asyncpg.Connection, limit: int
-) -> list[tuple[uuid.UUID, uuid.UUID, Any]]:
-    """One batch, in the caller's transaction: (lease_id, subnet_id, event or None) per lease."""
-    rows = await conn.fetch(_EXPIRE, limit)
-    return [(r["lease_id"], r["subnet_id"], r["event"]) for r in rows]
 
 
 async def sweep(state: AppState) -> int:
@@ -58,7 +29,7 @@ async def sweep(state: AppState) -> int:
     total = 0
     for _ in range(_MAX_ROUNDS):
         ended = await state.db.transaction(expire_batch, batch)
-        server = state.services.get("dhcp")
+        server = state.dhcp
         if server is not None and ended:
             server.forget(ended)
         total += len(ended)

@@ -1,8 +1,8 @@
 """The DHCPv4 server service: sockets in, engine decision, group commit, replies out.
 
 ``run(state, task_status=...)`` is the service registered in runtime.services(); the
-running server is ``state.services["dhcp"]`` (the lease API and the expiry worker tell
-it about leases they end) and its counters are ``state.counters["dhcp"]``.
+running server is ``state.dhcp`` (a ``state.DhcpControl``: the lease API and the expiry
+worker tell it about leases they end) and its counters are ``state.counters["dhcp"]``.
 
 Per packet: parse → engine.decide (pure) → either a reply now, or an Op queued for the
 committer; after the batch commit, engine.finish builds the reply and it is sent. No
@@ -22,8 +22,7 @@ from typing import Any
 import asyncpg
 import trio
 
-from ipamd.dhcp import allocator
-from ipamd.dhcp.allocator import Op
+from ipamd.dhcp import leasestore
 from ipamd.dhcp.codec import MalformedPacket, parse
 from ipamd.dhcp.committer import Committer
 from ipamd.dhcp.context import Endpoint, Env, Tx
@@ -33,6 +32,7 @@ from ipamd.dhcp.engine import Reply, decide, finish, release_claim
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import Lease, LeaseCache
 from ipamd.dhcp.leasestats import LeaseStats
+from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.plan import Plan
 from ipamd.dhcp.plan_loader import PlanHolder
@@ -137,7 +137,7 @@ class DhcpServer:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._open_sockets()
         try:
-            for row in await self.state.db.run(allocator.load_live):
+            for row in await self.state.db.run(leasestore.load_live):
                 self.cache.put(Lease(*row))
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.plans.run)
@@ -151,15 +151,15 @@ class DhcpServer:
                     nursery.start_soon(self._resync_loop)
                 self.counters.live = self.cache.counts
                 self.counters.commit_seconds = lambda: self.committer.busy_seconds
-                self.state.services["dhcp"] = self
+                self.state.dhcp = self
                 self.state.counters["dhcp"] = self.counters
                 log.info("dhcp server on %s; %d live leases, %d subnets",
                          ", ".join(f"{h}:{p}" for h, p in self.addresses), len(self.cache),
                          len(self.env.plan.subnets))
                 task_status.started()
         finally:
-            if self.state.services.get("dhcp") is self:
-                del self.state.services["dhcp"]
+            if self.state.dhcp is self:
+                self.state.dhcp = None
             self._close_sockets()
 
     # ------------------------------------------------------------------ receive
@@ -261,7 +261,7 @@ class DhcpServer:
         env = self.env
         if ok:
             self.stats.added(sum(1 for tx in batch if tx.op.ok and (  # type: ignore[union-attr]
-                tx.op.kind == allocator.OFFER or tx.op.may_insert)))  # type: ignore[union-attr]
+                tx.op.kind == OpKind.OFFER or tx.op.may_insert)))  # type: ignore[union-attr]
         for tx in batch:
             key = (tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
             try:
@@ -370,7 +370,7 @@ class DhcpServer:
             await trio.sleep(self.config.lease_resync_seconds)
             self.cache.begin_resync()
             try:
-                rows = await self.state.db.run(allocator.load_live)
+                rows = await self.state.db.run(leasestore.load_live)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
                 self.cache.abort_resync()
                 log.warning("lease resync failed: %s", error.__class__.__name__)
@@ -382,6 +382,9 @@ class DhcpServer:
     async def reload_plan(self) -> None:
         """Reload the plan now (after a settings change through this node's API)."""
         await self.plans.reload()
+
+    def counters_snapshot(self) -> dict[str, Any]:
+        return self.counters.snapshot()
 
     def _internal_error(self, msg: Any) -> None:
         self.counters.drops["internal_error"] += 1

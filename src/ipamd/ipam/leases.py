@@ -16,7 +16,7 @@ import asyncpg
 
 from ipamd.core import audit, identifiers
 from ipamd.core.errors import conflict, not_found
-from ipamd.core.lease_events import event_ctes
+from ipamd.dhcp import leasestore
 
 STATES = ("offered", "active", "released", "expired", "declined")
 LIVE = ("offered", "active", "declined")
@@ -81,19 +81,6 @@ async def get(conn: asyncpg.Connection, lease_id: uuid.UUID) -> dict[str, Any]:
     return public(row)
 
 
-# $2: whether this is a lease event. An Offer hold was never granted: ending it leaves no
-# history and no lease.released.
-_RELEASE = f"""
-WITH u AS (
-    UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),
-        updated_at = now()
-    WHERE lease_id = $1 AND state IN ('offered', 'active', 'declined')
-    RETURNING *, CASE WHEN $2 THEN 'released' END AS event
-){event_ctes("u", "event")}
-SELECT lease_id FROM u
-"""
-
-
 async def release(conn: asyncpg.Connection, actor: str, lease_id: uuid.UUID) -> dict[str, Any]:
     """Force-release a live lease (in the caller's transaction); returns the lease after."""
     before = await conn.fetchrow(
@@ -103,7 +90,7 @@ async def release(conn: asyncpg.Connection, actor: str, lease_id: uuid.UUID) -> 
         raise not_found("lease", str(lease_id))
     if before["state"] not in LIVE:
         raise conflict(f"lease {lease_id} is already {before['state']}")
-    await conn.fetchval(_RELEASE, lease_id, before["state"] != "offered")
+    await leasestore.force_release(conn, lease_id, granted=before["state"] != "offered")
     after = await get(conn, lease_id)
     await audit.record(conn, actor, "release", "lease", lease_id, public(before), after)
     return after

@@ -244,7 +244,6 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
     )
     async with client:
         scheduler = Scheduler(state, build_handlers(state, client))
-        state.services["outbox"] = scheduler
         notifications = await state.db.listen(queue.CHANNEL)
         try:
             async with trio.open_nursery() as nursery:

@@ -47,7 +47,7 @@ async def config_overrides(relay_sock: socket.socket,
 async def relay(appliance: runtime.Running, relay_sock: socket.socket,
                 nursery: trio.Nursery) -> Relay:
     found = Relay(trio.socket.from_stdlib_socket(relay_sock),
-                  appliance.state.services["dhcp"].addresses[0])
+                  appliance.state.dhcp.addresses[0])
     nursery.start_soon(found.run)
     return found
 
@@ -145,7 +145,7 @@ async def test_settings_trusted_relays(relay: Relay, viewer: httpx.AsyncClient,
     msg = request(o.DISCOVER, mac_bytes(9), giaddr=RELAY_IP)
     await rogue.send(msg)
     assert await relay.silence(msg.xid)
-    server = appliance.state.services["dhcp"]
+    server = appliance.state.dhcp
     assert server.counters.drops["untrusted_relay"] == 1
 
     body = {"trusted_relays": [ROGUE_IP, "127.79.0.0/16"]}

@@ -71,7 +71,7 @@ async def net(
         pool = await admin.post(f"/subnets/{subnet_id}/pools",
                                 json={"name": f"pool{index}", "start_ip": start, "end_ip": end})
         assert pool.status_code == 201, pool.text
-    server = appliance.state.services["dhcp"]
+    server = appliance.state.dhcp
     with trio.fail_after(PLAN_WAIT):  # the server reloads on the plan's NOTIFY
         while True:
             loaded = server.env.plan.subnets.get(uuid.UUID(subnet_id))

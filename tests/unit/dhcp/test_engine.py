@@ -6,12 +6,11 @@ import time
 import uuid
 from typing import Any
 
-from ipamd.dhcp import allocator
 from ipamd.dhcp import options as o
-from ipamd.dhcp.allocator import Op
 from ipamd.dhcp.codec import parse
 from ipamd.dhcp.engine import MAX_ATTEMPTS, Reply, decide, finish
 from ipamd.dhcp.leasecache import Lease
+from ipamd.dhcp.leasestore import Op, OpKind
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_env, make_plan, pool_row, tx_for
 from tests.unit.dhcp.packets import ip, request
 
@@ -25,7 +24,7 @@ def _lease(address: str, state: str = "active", key: bytes = KEY, ttl: float = 3
 
 def _commit_ok(op: Op, event: str | None = None, lease_id: uuid.UUID | None = None,
                ttl: float = 30) -> None:
-    """What allocator.commit does for an op the database accepted."""
+    """What leasestore.commit does for an op the database accepted."""
     op.ok = True
     op.lease_id = lease_id or op.lease_id or uuid.uuid4()
     op.expires = time.time() + ttl
@@ -44,7 +43,7 @@ def test_discover_new_client_holds_a_free_address_then_offers_it() -> None:
     env = make_env()
     tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.OFFER
+    assert isinstance(op, Op) and op.kind == OpKind.OFFER
     assert op.ip == ip("10.77.1.100") and op.seconds == env.config.offer_hold_seconds
     assert op.mac == MAC.hex() and op.giaddr == ip(RELAY) and op.client_key == KEY
     assert op.ip in env.pending_in(SUBNET)  # parallel Discovers get another address
@@ -74,7 +73,7 @@ def test_discover_retransmit_reuses_the_hold_and_extends_it_when_short() -> None
     env.cache.put(short)
     tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.HOLD and op.lease_id == short.lease_id
+    assert isinstance(op, Op) and op.kind == OpKind.HOLD and op.lease_id == short.lease_id
     _commit_ok(op)
     assert _reply(finish(tx, env)).yiaddr == ip("10.77.1.105")
 
@@ -96,7 +95,7 @@ def test_discover_reservation_first_and_supersedes_a_dynamic_lease() -> None:
     env = make_env(make_plan(reservations=[{"ip": "10.77.1.50", "mac": "00:1a:2b:3c:4d:5e"}]))
     env.cache.put(_lease("10.77.1.103"))
     op = decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env)
-    assert isinstance(op, Op) and op.kind == allocator.OFFER
+    assert isinstance(op, Op) and op.kind == OpKind.OFFER
     assert op.ip == ip("10.77.1.50") and op.supersede
 
 
@@ -144,7 +143,7 @@ def test_request_selecting_acks_the_offered_address_after_commit() -> None:
     env.cache.put(_lease("10.77.1.100", "offered"))
     tx = tx_for(_selecting("10.77.1.100"))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.ACK and not op.may_insert
+    assert isinstance(op, Op) and op.kind == OpKind.ACK and not op.may_insert
     assert op.seconds == 3600
     _commit_ok(op, "granted", ttl=3600)
     ack = _reply(finish(tx, env))
@@ -156,7 +155,7 @@ def test_request_selecting_acks_the_offered_address_after_commit() -> None:
 def test_request_selecting_after_the_hold_lapsed_may_take_a_free_address() -> None:
     env = make_env()
     op = decide(tx_for(_selecting("10.77.1.104")), env)
-    assert isinstance(op, Op) and op.kind == allocator.ACK and op.may_insert
+    assert isinstance(op, Op) and op.kind == OpKind.ACK and op.may_insert
     env.cache.put(_lease("10.77.1.105", key=b"someone"))
     nak = _reply(decide(tx_for(_selecting("10.77.1.105", b"\x02" * 6)), env))
     assert nak.message_type == o.NAK
@@ -180,7 +179,7 @@ def test_init_reboot_and_renew_unknown_here_ask_the_database() -> None:
     env = make_env()
     tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, requested="10.77.1.100"))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.ACK and not op.may_insert
+    assert isinstance(op, Op) and op.kind == OpKind.ACK and not op.may_insert
     # Not found: never acknowledged to this client (spec §1 rule 1) -> NAK.
     assert _reply(finish(tx, env)).message_type == o.NAK
     renew = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, ciaddr="10.77.1.100"))
@@ -226,7 +225,7 @@ def test_decline_quarantines_the_address() -> None:
     tx = tx_for(request(o.DECLINE, MAC, giaddr=RELAY, requested="10.77.1.100",
                         server_id=SERVER))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.DECLINE and op.seconds == 600
+    assert isinstance(op, Op) and op.kind == OpKind.DECLINE and op.seconds == 600
     _commit_ok(op, "declined", ttl=600)
     assert finish(tx, env) is None  # no answer to a Decline
     held = env.cache.at(SUBNET, ip("10.77.1.100"))
@@ -242,7 +241,7 @@ def test_release_frees_the_address() -> None:
     env.cache.put(lease)
     tx = tx_for(request(o.RELEASE, MAC, giaddr=RELAY, ciaddr="10.77.1.100", server_id=SERVER))
     op = decide(tx, env)
-    assert isinstance(op, Op) and op.kind == allocator.RELEASE
+    assert isinstance(op, Op) and op.kind == OpKind.RELEASE
     _commit_ok(op, "released", lease.lease_id)
     assert finish(tx, env) is None
     assert env.cache.at(SUBNET, ip("10.77.1.100")) is None

@@ -90,7 +90,7 @@ async def get_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
 )
 async def release_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
     after = await ctx.tx(leases.release, ctx.actor, lease_id)
-    server = ctx.state.services.get("dhcp")
+    server = ctx.state.dhcp
     if server is not None:
         server.forget([(lease_id, after["subnet_id"], "released")])
     return after

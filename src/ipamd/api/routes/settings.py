@@ -67,7 +67,7 @@ async def patch_settings(ctx: RequestContext) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
     if changes:
         values = await ctx.tx(settings.update, ctx.actor, changes)
-        server = ctx.state.services.get("dhcp")
+        server = ctx.state.dhcp
         if server is not None:
             await server.reload_plan()  # this node now; the others on the NOTIFY
     else:

@@ -1,27 +1,38 @@
-"""Lease writes as set SQL: one call commits a whole batch of DHCP transactions.
+"""The lease store: every lease state change goes through this module, whoever asks.
 
-Asyncio side, called through the bridge by the committer (one crossing per batch).
-Every kind of change of the batch goes into one ``unnest`` statement that also writes
-each change's lease_events row and ``events`` row — one round trip and one commit for
-the whole batch. The unique indexes on live leases judge every new lease: a refused
-insert is reported back with the rows that refused it, so the caller can pick again.
+* the DHCP server's committer: ``commit`` grants (Offer hold, Ack), renews, releases and
+  declines a whole batch of transactions in one ``unnest`` statement;
+* the expiry worker: ``expire_batch`` (active/declined → expired, lapsed holds deleted);
+* the API: ``force_release`` (an operator ends a live lease).
+
+Asyncio side, called through the bridge (one crossing per unit). Every change writes its
+lease_events row and ``events`` row in the same statement (``core.lease_events``). The
+unique indexes on live leases judge every new lease: a refused insert is reported back with
+the rows that refused it, so the caller can pick again.
 """
 
 from __future__ import annotations
 
 import uuid
+from enum import IntEnum
 from functools import cache
 from operator import attrgetter
 from typing import Any
 
 import asyncpg
 
-# Op kinds.
-OFFER = 1  # insert an offered lease (a hold) — or an active one with ``state='active'``
-HOLD = 2  # extend the hold of an offered lease
-ACK = 3  # offered/active -> active for the client at that address; else insert if allowed
-RELEASE = 4  # active -> released (client Release)
-DECLINE = 5  # offered/active -> declined for the probation period
+from ipamd.core.lease_events import event_ctes
+
+
+class OpKind(IntEnum):
+    """What an ``Op`` asks of the store (not a DHCP message type: see options.OFFER/ACK)."""
+
+    OFFER = 1  # insert an offered lease (a hold) — or an active one with ``state='active'``
+    HOLD = 2  # extend the hold of an offered lease
+    ACK = 3  # offered/active -> active for the client at that address; else insert if allowed
+    RELEASE = 4  # active -> released (client Release)
+    DECLINE = 5  # offered/active -> declined for the probation period
+
 
 _ZERO = "'0.0.0.0'::inet"
 
@@ -55,7 +66,7 @@ class Op:
     )
 
     def __init__(
-        self, kind: int, subnet_id: uuid.UUID, ip: int | None, client_key: bytes, seconds: int,
+        self, kind: OpKind, subnet_id: uuid.UUID, ip: int | None, client_key: bytes, seconds: int,
         *, mac: str | None = None, client_id: bytes | None = None, duid: str | None = None,
         hostname: str | None = None, fqdn: str | None = None, circuit_id: bytes | None = None,
         remote_id: bytes | None = None, giaddr: int | None = None, may_insert: bool = False,
@@ -94,7 +105,7 @@ class Op:
         self.event = None
         self.superseded = None
         self.refreshed = []
-        if self.kind != HOLD:
+        if self.kind != OpKind.HOLD:
             self.lease_id = None
 
     def __repr__(self) -> str:
@@ -103,25 +114,6 @@ class Op:
 
 _LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostname, fqdn, "
                   "circuit_id, remote_id, giaddr, starts_at, expires_at")
-
-
-def event_ctes(source: str, event: str) -> str:
-    """CTEs writing the lease_events row and the outbox ``events`` row of each changed lease.
-
-    ``source`` has the lease columns and ``event`` (NULL: a change that is no event).
-    """
-    return f"""
-, le AS (
-    INSERT INTO lease_events (lease_id, event, subnet_id, ip, mac, client_id, duid, hostname,
-                              fqdn, circuit_id, remote_id, giaddr, expires_at)
-    SELECT lease_id, {event}, subnet_id, ip, mac, client_id, duid, hostname, fqdn, circuit_id,
-           remote_id, giaddr, expires_at FROM {source} WHERE {event} IS NOT NULL
-), ev AS (
-    INSERT INTO events (topic, payload)
-    SELECT 'lease.' || {event}, lease_event_payload(lease_id, ip, subnet_id, hostname, fqdn, state,
-           mac, client_id, circuit_id, remote_id, giaddr, starts_at, expires_at)
-    FROM {source} WHERE {event} IS NOT NULL
-)"""
 
 
 # Every kind of change of a batch in one statement: one round trip and, outside a
@@ -196,15 +188,15 @@ _INSERT = """ins_r AS (
 # Inserted rows are matched to their ops by (subnet, address, client) in Python: joining
 # them back to ins_r in SQL is a nested loop over two CTEs, quadratic in the batch.
 _OUTCOMES = {
-    "ended": f"SELECT {RELEASE} AS kind, i, lease_id, event, "
+    "ended": f"SELECT {OpKind.RELEASE:d} AS kind, i, lease_id, event, "
              "date_part('epoch', expires_at) AS expires, NULL::int8 AS ip, "
              "NULL::bytea AS client_key, NULL::uuid AS subnet_id FROM ended",
-    "acked": f"SELECT {ACK}, i, lease_id, event, date_part('epoch', expires_at), NULL::int8, "
-             "NULL::bytea, NULL::uuid FROM acked",
-    "held": f"SELECT {HOLD}, i, NULL::uuid, NULL::text, date_part('epoch', expires_at), "
+    "acked": f"SELECT {OpKind.ACK:d}, i, lease_id, event, date_part('epoch', expires_at), "
+             "NULL::int8, NULL::bytea, NULL::uuid FROM acked",
+    "held": f"SELECT {OpKind.HOLD:d}, i, NULL::uuid, NULL::text, date_part('epoch', expires_at), "
             "NULL::int8, NULL::bytea, NULL::uuid FROM held",
-    "inserted": f"SELECT {OFFER}, NULL::int4, lease_id, event, date_part('epoch', expires_at), "
-                "ip - ZERO, client_key, subnet_id FROM inserted",
+    "inserted": f"SELECT {OpKind.OFFER:d}, NULL::int4, lease_id, event, "
+                "date_part('epoch', expires_at), ip - ZERO, client_key, subnet_id FROM inserted",
 }
 # (CTE text, its parameter count, its output CTE) per part, in statement order.
 _PARTS = ((_END, 6, "ended"), (_ACK, 13, "acked"), (_HOLD, 3, "held"), (_INSERT, 14, "inserted"))
@@ -296,11 +288,11 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
     inserts: list[tuple[int, Op]] = []
     for i, op in enumerate(ops):
         kind = op.kind
-        if inserts_only or kind == OFFER:
+        if inserts_only or kind == OpKind.OFFER:
             inserts.append((i, op))
-        elif kind == ACK:
+        elif kind == OpKind.ACK:
             acks.append((i, op))
-        elif kind == HOLD:
+        elif kind == OpKind.HOLD:
             holds.append((i, op))
         else:
             ends.append((i, op))
@@ -308,7 +300,7 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
     if ends:
         args += [[i for i, _ in ends], [op.subnet_id for _, op in ends],
                  [op.ip for _, op in ends], [op.client_key for _, op in ends],
-                 ["released" if op.kind == RELEASE else "declined" for _, op in ends],
+                 ["released" if op.kind == OpKind.RELEASE else "declined" for _, op in ends],
                  [op.seconds for _, op in ends]]
     if acks:
         args += _columns(acks, _ACK_FIELDS)
@@ -326,7 +318,7 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
         op = ops[i]
         op.ok = True
         op.expires = expires
-        if kind != HOLD:
+        if kind != OpKind.HOLD:
             op.lease_id = lease_id
             op.event = event
 
@@ -347,13 +339,14 @@ async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
             await _main(conn, ops)
     else:
         await _main(conn, ops)
-    fallback = [op for op in ops if op.kind == ACK and op.may_insert and not op.ok]
+    fallback = [op for op in ops if op.kind == OpKind.ACK and op.may_insert and not op.ok]
     if fallback:
         for op in fallback:
             op.state = "active"
         await _main(conn, fallback, inserts_only=True)
     refused = [(i, op) for i, op in enumerate(ops)
-               if not op.ok and (op.kind == OFFER or (op.kind == ACK and op.may_insert))]
+               if not op.ok
+               and (op.kind == OpKind.OFFER or (op.kind == OpKind.ACK and op.may_insert))]
     if refused:
         for row in await conn.fetch(_BLOCKERS, *_columns(refused, ("subnet_id", "ip",
                                                                      "client_key"))):
@@ -371,3 +364,57 @@ async def load_live(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
             FROM leases WHERE state IN ('offered', 'active', 'declined')"""
     )
     return [tuple(r) for r in rows]
+
+
+# The expiry worker's change, any node: ``FOR UPDATE SKIP LOCKED`` lets every node run it.
+_EXPIRE = f"""
+WITH due AS (
+    SELECT lease_id, state FROM leases
+    WHERE state IN ('offered', 'active', 'declined') AND expires_at <= now()
+    ORDER BY expires_at LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM leases l USING due
+    WHERE l.lease_id = due.lease_id AND due.state = 'offered'
+    RETURNING l.lease_id, l.subnet_id
+), u AS (
+    UPDATE leases l SET state = 'expired', updated_at = now()
+    FROM due WHERE l.lease_id = due.lease_id AND due.state <> 'offered'
+    RETURNING l.*, 'expired'::text AS event
+){event_ctes("u", "event")}
+SELECT lease_id, subnet_id, event FROM u
+UNION ALL SELECT lease_id, subnet_id, NULL FROM gone
+"""
+
+
+async def expire_batch(
+    conn: asyncpg.Connection, limit: int
+) -> list[tuple[uuid.UUID, uuid.UUID, Any]]:
+    """One batch, in the caller's transaction: (lease_id, subnet_id, event or None) per lease.
+
+    active -> expired and declined -> expired (probation over), each with its ``expired``
+    event; a lapsed Offer hold is deleted: it never was a lease, so it leaves no history.
+    """
+    rows = await conn.fetch(_EXPIRE, limit)
+    return [(r["lease_id"], r["subnet_id"], r["event"]) for r in rows]
+
+
+# $2: whether this is a lease event. An Offer hold was never granted: ending it leaves no
+# history and no lease.released.
+_FORCE_RELEASE = f"""
+WITH u AS (
+    UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),
+        updated_at = now()
+    WHERE lease_id = $1 AND state IN ('offered', 'active', 'declined')
+    RETURNING *, CASE WHEN $2 THEN 'released' END AS event
+){event_ctes("u", "event")}
+SELECT lease_id FROM u
+"""
+
+
+async def force_release(conn: asyncpg.Connection, lease_id: uuid.UUID, granted: bool) -> None:
+    """An operator ends a live lease (the caller holds it FOR UPDATE, in its transaction).
+
+    ``granted``: the lease was more than an Offer hold, so its end is a ``released`` event.
+    """
+    await conn.fetchval(_FORCE_RELEASE, lease_id, granted)

@@ -12,9 +12,9 @@ import pytest
 import trio
 
 from ipamd.db.bridge import Database
-from ipamd.dhcp import allocator
-from ipamd.dhcp.allocator import Op
+from ipamd.dhcp import leasestore
 from ipamd.dhcp.leasestats import LeaseStats, table_rows
+from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.sessions import open_commit_db
 from tests.integration.dhcp.harness import seed_subnet
 from tests.unit.dhcp.packets import ip
@@ -37,22 +37,22 @@ def _key(n: int) -> bytes:
 
 async def _fill(db: Database, subnet: uuid.UUID, count: int) -> None:
     for start in range(0, count, 256):
-        offers = [Op(allocator.OFFER, subnet, BASE + n, _key(n), 30, mac=_key(n)[1:].hex())
+        offers = [Op(OpKind.OFFER, subnet, BASE + n, _key(n), 30, mac=_key(n)[1:].hex())
                   for n in range(start, min(count, start + 256))]
-        await db.run(allocator.commit, offers)
+        await db.run(leasestore.commit, offers)
         assert all(op.ok for op in offers)
-        acks = [Op(allocator.ACK, subnet, op.ip, op.client_key, 3600) for op in offers]
-        await db.run(allocator.commit, acks)
+        acks = [Op(OpKind.ACK, subnet, op.ip, op.client_key, 3600) for op in offers]
+        await db.run(leasestore.commit, acks)
         assert all(op.ok for op in acks)
 
 
 def _shapes() -> list[str]:
     """Every statement the committer can send."""
-    shapes = [allocator._SUPERSEDE, allocator._BLOCKERS]
+    shapes = [leasestore._SUPERSEDE, leasestore._BLOCKERS]
     for mask in range(1, 16):
         present = tuple(bool(mask & (1 << k)) for k in range(4))
         for events in {present[0] or present[1], present[3]}:
-            shapes.append(allocator._main_sql(present, events))  # type: ignore[arg-type]
+            shapes.append(leasestore._main_sql(present, events))  # type: ignore[arg-type]
     return shapes
 
 

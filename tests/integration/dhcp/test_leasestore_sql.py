@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from ipamd.db.bridge import Database
-from ipamd.dhcp import allocator
-from ipamd.dhcp.allocator import Op
-from ipamd.dhcp.expiry import expire_batch
+from ipamd.dhcp import leasestore
+from ipamd.dhcp.leasestore import Op, OpKind, expire_batch
 from tests.integration.dhcp.harness import seed_subnet
 from tests.unit.dhcp.packets import ip
 
@@ -34,7 +33,7 @@ def _op(kind: int, subnet: uuid.UUID, address: str | None, key: bytes, seconds: 
 
 
 async def _commit(db: Database, *ops: Op) -> list[Op]:
-    await db.run(allocator.commit, list(ops))
+    await db.run(leasestore.commit, list(ops))
     return list(ops)
 
 
@@ -47,15 +46,15 @@ async def _q(db: Database, sql: str, *args: Any) -> list[dict[str, Any]]:
 
 async def test_offer_then_ack_then_renew_write_events(db: Database, subnet: uuid.UUID) -> None:
     key = b"\x01\x02\x00\x00\x00\x00\x01"
-    (offer,) = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.10", key, 30,
+    (offer,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.10", key, 30,
                                      hostname="pc1", circuit_id=b"c1", giaddr=ip("127.77.0.1")))
     assert offer.ok and offer.event is None and offer.lease_id is not None
     assert await _q(db, "SELECT * FROM lease_events") == []  # an offer is not a lease event
-    (ack,) = await _commit(db, _op(allocator.ACK, subnet, "127.77.1.10", key, 3600,
+    (ack,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.10", key, 3600,
                                    giaddr=ip("127.77.0.1"), remote_id=b"r1"))
     assert ack.ok and ack.event == "granted" and ack.lease_id == offer.lease_id
     assert ack.expires - offer.expires > 3000
-    (renew,) = await _commit(db, _op(allocator.ACK, subnet, "127.77.1.10", key, 3600))
+    (renew,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.10", key, 3600))
     assert renew.ok and renew.event == "renewed" and renew.lease_id == offer.lease_id
     (row,) = await _q(db, "SELECT state, hostname, starts_at < updated_at AS kept_start "
                           "FROM leases")
@@ -77,47 +76,47 @@ async def test_offer_then_ack_then_renew_write_events(db: Database, subnet: uuid
 async def test_unique_indexes_refuse_and_report_the_blocker(db: Database,
                                                             subnet: uuid.UUID) -> None:
     a, b = b"client-a", b"client-b"
-    (first,) = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.20", a))
+    (first,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.20", a))
     same_ip, same_client, fine = await _commit(
         db,
-        _op(allocator.OFFER, subnet, "127.77.1.20", b),  # the address is taken
-        _op(allocator.OFFER, subnet, "127.77.1.21", a),  # the client already has one
-        _op(allocator.OFFER, subnet, "127.77.1.22", b"client-c"),
+        _op(OpKind.OFFER, subnet, "127.77.1.20", b),  # the address is taken
+        _op(OpKind.OFFER, subnet, "127.77.1.21", a),  # the client already has one
+        _op(OpKind.OFFER, subnet, "127.77.1.22", b"client-c"),
     )
     assert fine.ok and not same_ip.ok and not same_client.ok
     assert [r[0] for r in same_ip.refreshed] == [first.lease_id]
     assert [(r[0], r[2], r[4]) for r in same_client.refreshed] == [
         (first.lease_id, ip("127.77.1.20"), a)]
     # Two new requests for one address in one batch: exactly one wins.
-    x, y = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.30", b"x"),
-                         _op(allocator.OFFER, subnet, "127.77.1.30", b"y"))
+    x, y = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.30", b"x"),
+                         _op(OpKind.OFFER, subnet, "127.77.1.30", b"y"))
     assert x.ok != y.ok
 
 
 async def test_ack_without_lease_is_refused_or_inserted(db: Database, subnet: uuid.UUID) -> None:
-    (strict,) = await _commit(db, _op(allocator.ACK, subnet, "127.77.1.40", b"k1", 600))
+    (strict,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k1", 600))
     assert not strict.ok and strict.refreshed == []
-    (lenient,) = await _commit(db, _op(allocator.ACK, subnet, "127.77.1.40", b"k1", 600,
+    (lenient,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k1", 600,
                                        may_insert=True))
     assert lenient.ok and lenient.event == "granted"
-    (taken,) = await _commit(db, _op(allocator.ACK, subnet, "127.77.1.40", b"k2", 600,
+    (taken,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k2", 600,
                                      may_insert=True))
     assert not taken.ok and taken.refreshed[0][4] == b"k1"
 
 
 async def test_release_decline_and_hold(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.11", b"r"),
-                  _op(allocator.OFFER, subnet, "127.77.1.12", b"d"))
-    (early,) = await _commit(db, _op(allocator.RELEASE, subnet, "127.77.1.11", b"r"))
+    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.11", b"r"),
+                  _op(OpKind.OFFER, subnet, "127.77.1.12", b"d"))
+    (early,) = await _commit(db, _op(OpKind.RELEASE, subnet, "127.77.1.11", b"r"))
     assert not early.ok  # an Offer is not released by the client
     lease_id = (await _q(db, "SELECT lease_id FROM leases WHERE client_key = 'd'"))[0]["lease_id"]
-    (hold,) = await _commit(db, Op(allocator.HOLD, subnet, ip("127.77.1.12"), b"d", 300,
+    (hold,) = await _commit(db, Op(OpKind.HOLD, subnet, ip("127.77.1.12"), b"d", 300,
                                    lease_id=lease_id))
     assert hold.ok and hold.lease_id == lease_id
-    await _commit(db, _op(allocator.ACK, subnet, "127.77.1.11", b"r", 600))
+    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.11", b"r", 600))
     released, declined = await _commit(
-        db, _op(allocator.RELEASE, subnet, "127.77.1.11", b"r"),
-        _op(allocator.DECLINE, subnet, "127.77.1.12", b"d", 7200))
+        db, _op(OpKind.RELEASE, subnet, "127.77.1.11", b"r"),
+        _op(OpKind.DECLINE, subnet, "127.77.1.12", b"d", 7200))
     assert released.ok and released.event == "released"
     assert declined.ok and declined.event == "declined"
     rows = await _q(db, "SELECT client_key, state, expires_at > now() + interval '1 hour' AS q "
@@ -125,7 +124,7 @@ async def test_release_decline_and_hold(db: Database, subnet: uuid.UUID) -> None
     assert rows == [{"client_key": b"d", "state": "declined", "q": True},
                     {"client_key": b"r", "state": "released", "q": False}]
     # The declined address stays held: nobody gets it during probation.
-    (blocked,) = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.12", b"n"))
+    (blocked,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.12", b"n"))
     assert not blocked.ok and blocked.refreshed[0][3] == "declined"
     topics = [r["topic"] for r in await _q(db, "SELECT topic FROM events ORDER BY id")
               if r["topic"].startswith("lease.")]
@@ -135,12 +134,12 @@ async def test_release_decline_and_hold(db: Database, subnet: uuid.UUID) -> None
 
 
 async def test_supersede_ends_the_clients_other_lease(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.13", b"s"))
-    await _commit(db, _op(allocator.ACK, subnet, "127.77.1.13", b"s", 600))
-    (moved,) = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.14", b"s",
+    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.13", b"s"))
+    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.13", b"s", 600))
+    (moved,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.14", b"s",
                                      supersede=True))
     assert moved.ok and moved.superseded is not None and moved.superseded[1] is True
-    (again,) = await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.15", b"s",
+    (again,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.15", b"s",
                                      supersede=True))
     assert again.ok and again.superseded == (moved.lease_id, False)  # offer only: deleted
     rows = await _q(db, "SELECT host(ip) AS ip, state FROM leases ORDER BY ip")
@@ -149,12 +148,12 @@ async def test_supersede_ends_the_clients_other_lease(db: Database, subnet: uuid
 
 
 async def test_expiry_batch(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(allocator.OFFER, subnet, "127.77.1.16", b"o"),
-                  _op(allocator.OFFER, subnet, "127.77.1.17", b"a"),
-                  _op(allocator.OFFER, subnet, "127.77.1.18", b"d"),
-                  _op(allocator.OFFER, subnet, "127.77.1.19", b"future"))
-    await _commit(db, _op(allocator.ACK, subnet, "127.77.1.17", b"a", 600))
-    await _commit(db, _op(allocator.DECLINE, subnet, "127.77.1.18", b"d", 600))
+    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.16", b"o"),
+                  _op(OpKind.OFFER, subnet, "127.77.1.17", b"a"),
+                  _op(OpKind.OFFER, subnet, "127.77.1.18", b"d"),
+                  _op(OpKind.OFFER, subnet, "127.77.1.19", b"future"))
+    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.17", b"a", 600))
+    await _commit(db, _op(OpKind.DECLINE, subnet, "127.77.1.18", b"d", 600))
 
     async def age(conn) -> None:
         await conn.execute("UPDATE leases SET expires_at = now() - interval '1 second' "
