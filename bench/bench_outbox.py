@@ -48,9 +48,8 @@ from tests.support import postgres  # noqa: E402
 from ipamd import runtime  # noqa: E402
 from ipamd.config import parse  # noqa: E402
 from ipamd.db.bridge import Database, run_once  # noqa: E402
-from ipamd.ipam import webhooks  # noqa: E402
 from ipamd.outbox import client as http_client  # noqa: E402
-from ipamd.outbox import signing  # noqa: E402
+from ipamd.outbox import signing, webhooks  # noqa: E402
 from ipamd.outbox.urlguard import Resolver, check_url  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -13,7 +13,9 @@ transport  the httpx transport over those lanes
 client     the delivery client (httpx): one per scheduler, capped reads, no redirects
 errors     a failed exchange as a last_error an operator can act on
 signing    the signature headers of a delivery request
-webhook    one webhook delivery: request, response cap, outcome
-queue      SQL units: claim (SKIP LOCKED), record outcomes, Work view, Replay, purge
+webhooks   the webhook resource: field rules, host vetting, CRUD (admin; audited)
+webhook_delivery  one webhook delivery: request, response cap, outcome
+queue      the workers' SQL units: claim (SKIP LOCKED), record outcomes, purge
+work       the operator's Work view: list, read, Replay (audited)
 scheduler  the service: LISTEN/NOTIFY wake-up plus polling, workers, outcome recorder
 """

@@ -31,7 +31,7 @@ from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
 from ipamd.outbox.queue import Job, Outcome
 from ipamd.outbox.urlguard import Resolver
-from ipamd.outbox.webhook import WebhookDeliverer
+from ipamd.outbox.webhook_delivery import WebhookDeliverer
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.outbox")

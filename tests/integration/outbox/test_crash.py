@@ -13,8 +13,7 @@ import sys
 
 import trio
 
-from ipamd.ipam import webhooks
-from ipamd.outbox import scheduler
+from ipamd.outbox import scheduler, webhooks
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.outbox.conftest import SECRET_ENV, emit, fast_outbox, lease

@@ -7,8 +7,7 @@ import trio
 
 from ipamd.dhcp import options as o
 from ipamd.dhcp.server import DhcpServer
-from ipamd.ipam import webhooks
-from ipamd.outbox import scheduler
+from ipamd.outbox import scheduler, webhooks
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket, seed_subnet

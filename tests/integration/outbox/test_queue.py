@@ -10,8 +10,7 @@ import trio
 
 from ipamd.core import audit
 from ipamd.core.errors import Conflict, NotFound
-from ipamd.ipam import webhooks
-from ipamd.outbox import queue
+from ipamd.outbox import queue, webhooks, work
 from ipamd.outbox.queue import Outcome
 
 NODE = "test-node"
@@ -158,7 +157,7 @@ async def test_abandoned_claim_comes_back_and_the_stale_outcome_is_ignored(db):
     done = await db.transaction(queue.record_outcomes, [outcome(again, True, status=200)], 12,
                                 NODE)
     assert done == {again.id: "delivered"}
-    detail = await db.run(queue.get, again.id)
+    detail = await db.run(work.get, again.id)
     assert detail["state"] == "delivered" and detail["delivered_at"] is not None
     assert [h["attempt"] for h in detail["history"]] == [1, 2]  # both attempts are history
 
@@ -170,7 +169,7 @@ async def test_outcomes_retry_then_fail_at_the_last_attempt(db):
     states = await db.transaction(queue.record_outcomes, [
         outcome(job, False, status=500, error="HTTP 500", delay_seconds=60)], max_attempts, NODE)
     assert states == {job.id: "retrying"}
-    row = await db.run(queue.get, job.id)
+    row = await db.run(work.get, job.id)
     assert row["next_attempt_at"] > dt.datetime.now(dt.UTC) + dt.timedelta(seconds=50)
     assert row["last_status"] == 500 and row["last_error"] == "HTTP 500"
     # Not due yet: nothing to claim.
@@ -180,7 +179,7 @@ async def test_outcomes_retry_then_fail_at_the_last_attempt(db):
     states = await db.transaction(queue.record_outcomes, [
         outcome(job2, False, error="timed out", delay_seconds=60)], max_attempts, NODE)
     assert states == {job.id: "failed"}
-    row = await db.run(queue.get, job.id)
+    row = await db.run(work.get, job.id)
     assert row["next_attempt_at"] is None and row["attempts"] == 2
 
 
@@ -196,11 +195,11 @@ async def test_replay_requeues_a_failed_row_and_is_audited(db):
     await _queue_n(db, 1)
     (job,) = await db.transaction(queue.claim, ["webhook"], 1, 30, NODE)
     with pytest.raises(Conflict) as caught:
-        await db.transaction(queue.replay, "op", job.id)
+        await db.transaction(work.replay, "op", job.id)
     assert "only failed rows" in caught.value.message
     await db.transaction(queue.record_outcomes, [outcome(job, False, error="x", final=True)],
                          12, NODE)
-    after = await db.transaction(queue.replay, "token:op", job.id)
+    after = await db.transaction(work.replay, "token:op", job.id)
     assert after["state"] == "pending" and after["attempts"] == 0
     entry = await db.run(_sql, "SELECT * FROM audit_log WHERE action = 'replay'")
     assert entry[0]["actor"] == "token:op" and entry[0]["object_id"] == str(job.id)
@@ -208,7 +207,7 @@ async def test_replay_requeues_a_failed_row_and_is_audited(db):
     (again,) = await db.transaction(queue.claim, ["webhook"], 1, 30, NODE)
     assert again.id == job.id and again.attempt == 1
     with pytest.raises(NotFound):
-        await db.transaction(queue.replay, "op", uuid.uuid4())
+        await db.transaction(work.replay, "op", uuid.uuid4())
 
 
 async def test_deleting_a_webhook_fails_its_queue_and_keeps_history(db):
@@ -218,7 +217,7 @@ async def test_deleting_a_webhook_fails_its_queue_and_keeps_history(db):
     (row,) = [r for r in await db.run(_rows) if r["webhook_id"] == made["id"]]
     assert row["state"] == "failed" and row["last_error"] == "the webhook was deleted"
     with pytest.raises(Conflict) as caught:
-        await db.transaction(queue.replay, "op", row["id"])
+        await db.transaction(work.replay, "op", row["id"])
     assert "was deleted" in caught.value.message
 
 
@@ -250,6 +249,6 @@ async def test_outcome_text_with_nul_is_stored_safely(db):
     await db.transaction(queue.record_outcomes, [
         outcome(job, False, error="bad\x00reply", response="x\x00" * 5000, delay_seconds=1)],
         12, NODE)
-    detail = await db.run(queue.get, job.id)
+    detail = await db.run(work.get, job.id)
     assert detail["last_error"] == "bad\ufffdreply"
     assert len(detail["history"][0]["response"]) == queue.TEXT_LIMIT

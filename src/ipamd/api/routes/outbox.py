@@ -15,7 +15,7 @@ from ipamd.api import paging
 from ipamd.api.instant import Instant
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import Page
-from ipamd.outbox import queue, topics
+from ipamd.outbox import topics, work
 
 router = Router("outbox")
 
@@ -79,11 +79,11 @@ async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
     q: OutboxQuery = ctx.query
     limit = paging.limit_of(q, ctx.state.config.limits)
     before = paging.after(q, [uuid.UUID])
-    filters = queue.Filters(
+    filters = work.Filters(
         kind=q.kind, state=q.state, topic=q.topic, webhook_id=q.webhook_id,
         created_from=q.from_, created_to=q.to,
     )
-    rows = await ctx.run(queue.list_page, filters, before[0] if before else None, limit)
+    rows = await ctx.run(work.list_page, filters, before[0] if before else None, limit)
     return paging.page(rows, limit, key=lambda r: [r["id"]])
 
 
@@ -93,7 +93,7 @@ async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
     response=OutboxDetail, errors=(401, 403, 404),
 )
 async def get_outbox(ctx: RequestContext, outbox_id: uuid.UUID) -> dict[str, Any]:
-    return await ctx.run(queue.get, outbox_id)
+    return await ctx.run(work.get, outbox_id)
 
 
 @router.route(
@@ -102,4 +102,4 @@ async def get_outbox(ctx: RequestContext, outbox_id: uuid.UUID) -> dict[str, Any
     response=OutboxRow, errors=(401, 403, 404, 409),
 )
 async def replay_outbox(ctx: RequestContext, outbox_id: uuid.UUID) -> dict[str, Any]:
-    return await ctx.tx(queue.replay, ctx.actor, outbox_id)
+    return await ctx.tx(work.replay, ctx.actor, outbox_id)

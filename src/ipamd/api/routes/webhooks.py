@@ -7,70 +7,38 @@ import datetime as dt
 import uuid
 from typing import Any
 
-import trio
 from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
-from ipamd.api.errors import invalid
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.schemas import Page
-from ipamd.ipam import webhooks
-from ipamd.outbox import secrets, topics
-from ipamd.outbox.urlguard import ResolveError, Resolver, UrlRefused, check_url
+from ipamd.outbox import webhooks
 
 router = Router("webhooks")
 
-# Resolving the host at create time is a courtesy (delivery checks again); never wait long.
-CREATE_RESOLVE_TIMEOUT_SECONDS = 3.0
-
-
-def _url(value: str) -> str:
-    try:
-        check_url(value)
-    except UrlRefused as error:
-        raise ValueError(str(error).removeprefix("url: ")) from None
-    return value
-
-
-def _secret_ref(value: str) -> str:
-    secrets.parse_ref(value)
-    return value
-
-
-def _topics(value: str) -> str:
-    return topics.render(topics.parse(value))
-
-
-def _name(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
-        raise ValueError("must not contain control characters")
-    return value
-
 
 class _WebhookChecks(Body):
-    """The field rules shared by create and update (a field left out is not checked)."""
+    """The field rules (outbox.webhooks) for create and update; a field left out is not checked."""
 
     @field_validator("name", check_fields=False)
     @classmethod
     def _check_name(cls, value: str | None) -> str | None:
-        return None if value is None else _name(value)
+        return None if value is None else webhooks.check_name(value)
 
     @field_validator("url", check_fields=False)
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else webhooks.check_url(value)
 
     @field_validator("secret_ref", "previous_secret_ref", check_fields=False)
     @classmethod
     def _check_secret(cls, value: str | None) -> str | None:
-        return None if value is None else _secret_ref(value)
+        return None if value is None else webhooks.check_secret_ref(value)
 
     @field_validator("topics", check_fields=False)
     @classmethod
     def _check_topics(cls, value: str | None) -> str | None:
-        return None if value is None else _topics(value)
+        return None if value is None else webhooks.check_topics(value)
 
 
 class WebhookCreate(_WebhookChecks):
@@ -115,21 +83,6 @@ class WebhookOut(BaseModel):
     updated_at: dt.datetime
 
 
-async def _vet_host(ctx: RequestContext, url: str) -> None:
-    """A name that resolves to a forbidden address is refused now (and at every delivery)."""
-    target = check_url(url)
-    if target.literal is not None:
-        return
-    resolver = Resolver(ctx.state.config.outbox.hosts_file)
-    with trio.move_on_after(CREATE_RESOLVE_TIMEOUT_SECONDS):
-        try:
-            await resolver.vetted(target.host, target.port)
-        except UrlRefused as error:
-            raise invalid("url", str(error)) from None
-        except ResolveError:
-            pass  # the receiver's name may not exist yet; delivery resolves again
-
-
 @router.route(
     "POST", "/webhooks", role="admin", summary="Create a webhook",
     body=WebhookCreate, response=WebhookOut, status=201, idempotent=True,
@@ -137,10 +90,8 @@ async def _vet_host(ctx: RequestContext, url: str) -> None:
 )
 async def create_webhook(ctx: RequestContext) -> Reply:
     body: WebhookCreate = ctx.body
-    await _vet_host(ctx, body.url)
-    values = body.model_dump()
-    values["topics"] = topics.parse(body.topics)
-    return await ctx.create(webhooks.create, ctx.actor, values)
+    await webhooks.vet_host(ctx.state.config.outbox.hosts_file, body.url)
+    return await ctx.create(webhooks.create, ctx.actor, webhooks.create_values(body.model_dump()))
 
 
 @router.route(
@@ -169,16 +120,9 @@ async def get_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, A
 )
 async def update_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, Any]:
     body: WebhookUpdate = ctx.body
-    changes: dict[str, Any] = {}
-    for name in body.model_fields_set:
-        value = getattr(body, name)
-        if value is None and name != "previous_secret_ref":
-            raise invalid(name, "must not be null")
-        changes[name] = value
+    changes = webhooks.update_changes(body.model_dump(include=body.model_fields_set))
     if "url" in changes:
-        await _vet_host(ctx, changes["url"])
-    if "topics" in changes:
-        changes["topics"] = topics.parse(changes["topics"])
+        await webhooks.vet_host(ctx.state.config.outbox.hosts_file, changes["url"])
     return await ctx.tx(webhooks.update, ctx.actor, webhook_id, changes)
 
 

@@ -1,8 +1,13 @@
-"""Webhooks: where events are delivered. Admin-only rows; every change is audited.
+"""Webhooks, the resource: where events are delivered. Admin-only rows; every change audited.
 
-Values arrive validated (api/routes/webhooks.py: URL rules with name resolution, secret_ref
-syntax, topics). The audit entry leaves the secret references out: audit entries are readable
-by viewers and go out as ipam.audit events, and a reference reveals where the secret lives.
+Everything about a webhook row lives here: the field rules (``check_*``: name, URL with the
+SSRF guard, secret reference syntax, topics), the host vetting done at create/update
+(``vet_host``), the request values turned into row values (``create_values``,
+``update_changes``) and the CRUD units. The route (api/routes/webhooks.py) only declares
+the fields. One delivery of a webhook is ``webhook_delivery``.
+
+The audit entry leaves the secret references out: audit entries are readable by viewers and
+go out as ipam.audit events, and a reference reveals where the secret lives.
 """
 
 from __future__ import annotations
@@ -11,16 +16,84 @@ import uuid
 from typing import Any
 
 import asyncpg
+import trio
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid, not_found
-from ipamd.outbox import queue, topics
+from ipamd.outbox import queue, secrets, topics
+from ipamd.outbox.urlguard import ResolveError, Resolver, UrlRefused
+from ipamd.outbox.urlguard import check_url as _check_url
 
 _COLUMNS = "id, name, url, secret_ref, previous_secret_ref, topics, enabled, created_at, updated_at"
 REDACTED = "(redacted)"  # stands in for a secret reference in audit entries
 # Columns a PATCH may change (the keys are fixed here, never taken from input).
 UPDATABLE = ("name", "url", "secret_ref", "previous_secret_ref", "topics", "enabled")
 
+
+# Resolving the host at create time is a courtesy (delivery checks again); never wait long.
+CREATE_RESOLVE_TIMEOUT_SECONDS = 3.0
+
+
+# ---- field rules: each returns the value or raises ValueError (the caller names the field)
+
+def check_url(value: str) -> str:
+    try:
+        _check_url(value)
+    except UrlRefused as error:
+        raise ValueError(str(error).removeprefix("url: ")) from None
+    return value
+
+
+def check_secret_ref(value: str) -> str:
+    secrets.parse_ref(value)
+    return value
+
+
+def check_topics(value: str) -> str:
+    return topics.render(topics.parse(value))
+
+
+def check_name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+async def vet_host(hosts_file: str, url: str) -> None:
+    """A name that resolves to a forbidden address is refused now (and at every delivery)."""
+    target = _check_url(url)
+    if target.literal is not None:
+        return
+    resolver = Resolver(hosts_file)
+    with trio.move_on_after(CREATE_RESOLVE_TIMEOUT_SECONDS):
+        try:
+            await resolver.vetted(target.host, target.port)
+        except UrlRefused as error:
+            raise invalid("url", str(error)) from None
+        except ResolveError:
+            pass  # the receiver's name may not exist yet; delivery resolves again
+
+
+def create_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """Checked request fields → the row's values (topics as a list)."""
+    return {**fields, "topics": topics.parse(fields["topics"])}
+
+
+def update_changes(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields a PATCH gave → the row's changes; only previous_secret_ref may be null."""
+    changes: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None and name != "previous_secret_ref":
+            raise invalid(name, "must not be null")
+        changes[name] = value
+    if "topics" in changes:
+        changes["topics"] = topics.parse(changes["topics"])
+    return changes
+
+
+# ---- rows
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {

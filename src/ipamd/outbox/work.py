@@ -1,0 +1,125 @@
+"""The operator's Work view of the outbox: list and read delivery rows, Replay a failed one.
+
+The scheduler's side of the same rows (claim, outcomes, retention) is ``queue``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from ipamd.core import audit
+from ipamd.core.errors import conflict, not_found
+from ipamd.outbox.queue import CHANNEL, QUEUED
+
+_COLUMNS = """o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.state, o.attempts,
+    o.next_attempt_at, o.claim, o.last_error, o.last_status, o.delivered_at, o.created_at,
+    o.updated_at, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight"""
+
+
+def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    queued = row["state"] in QUEUED
+    return {
+        "id": row["id"],
+        "kind": row["kind"],
+        "topic": row["topic"],
+        "event_id": row["event_id"],
+        "webhook_id": row["webhook_id"],
+        "target": row["target"],
+        "state": row["state"],
+        "attempts": row["attempts"],
+        "in_flight": bool(row["in_flight"]) and queued,
+        # While claimed, next_attempt_at is the claim's expiry, not a scheduled retry.
+        "next_attempt_at": row["next_attempt_at"] if queued and not row["in_flight"] else None,
+        "last_status": row["last_status"],
+        "last_error": row["last_error"],
+        "delivered_at": row["delivered_at"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+@dataclass(frozen=True)
+class Filters:
+    kind: str | None = None
+    state: str | None = None
+    topic: str | None = None
+    webhook_id: uuid.UUID | None = None
+    created_from: dt.datetime | None = None
+    created_to: dt.datetime | None = None
+
+
+async def list_page(
+    conn: asyncpg.Connection, filters: Filters, before: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    """Newest first; the cursor walks ids (UUIDv7, creation order) downwards."""
+    rows = await conn.fetch(
+        f"""SELECT {_COLUMNS} FROM outbox o
+            WHERE ($1::uuid IS NULL OR o.id < $1)
+              AND ($2::text IS NULL OR o.kind = $2)
+              AND ($3::text IS NULL OR o.state = $3)
+              AND ($4::text IS NULL OR o.topic = $4)
+              AND ($5::uuid IS NULL OR o.webhook_id = $5)
+              AND ($6::timestamptz IS NULL OR o.created_at >= $6)
+              AND ($7::timestamptz IS NULL OR o.created_at < $7)
+            ORDER BY o.id DESC LIMIT $8""",
+        before, filters.kind, filters.state, filters.topic, filters.webhook_id,
+        filters.created_from, filters.created_to, limit + 1,
+    )
+    return [public(r) for r in rows]
+
+
+async def get(conn: asyncpg.Connection, outbox_id: uuid.UUID) -> dict[str, Any]:
+    """One row with its event payload and every attempt, oldest first."""
+    row = await conn.fetchrow(
+        f"""SELECT {_COLUMNS}, e.payload FROM outbox o JOIN events e ON e.id = o.event_id
+            WHERE o.id = $1""",
+        outbox_id,
+    )
+    if row is None:
+        raise not_found("outbox row", str(outbox_id))
+    history = await conn.fetch(
+        """SELECT attempt, at, duration_ms, status, error, response, node
+           FROM outbox_attempts WHERE outbox_id = $1 ORDER BY at, id""",
+        outbox_id,
+    )
+    return {
+        **public(row),
+        "payload": row["payload"],
+        "history": [
+            {**dict(h), "duration_ms": round(h["duration_ms"], 3)} for h in history
+        ],
+    }
+
+
+async def replay(conn: asyncpg.Connection, actor: str, outbox_id: uuid.UUID) -> dict[str, Any]:
+    """failed → pending with a fresh attempt budget; audited; wakes the schedulers at commit."""
+    before = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM outbox o WHERE o.id = $1 FOR UPDATE", outbox_id
+    )
+    if before is None:
+        raise not_found("outbox row", str(outbox_id))
+    if before["state"] != "failed":
+        raise conflict(
+            f"outbox row {outbox_id} is {before['state']}: only failed rows can be replayed"
+        )
+    if before["kind"] == "webhook":
+        exists = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = $1)", before["webhook_id"]
+        )
+        if not exists:
+            raise conflict(f"webhook {before['webhook_id']} was deleted: nothing to deliver to")
+    after = await conn.fetchrow(
+        f"""UPDATE outbox o SET state = 'pending', attempts = 0, next_attempt_at = now(),
+                claim = NULL, claimed_by = NULL, updated_at = now()
+            WHERE o.id = $1 RETURNING {_COLUMNS}""",
+        outbox_id,
+    )
+    await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, after["kind"])
+    shown_before, shown_after = public(before), public(after)
+    await audit.record(conn, actor, "replay", "outbox", outbox_id, shown_before, shown_after)
+    return shown_after
