@@ -5,7 +5,7 @@ Returns a drop reason, or None to go on.
 
 from __future__ import annotations
 
-from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.options import (
     BOOTREQUEST,
     DECLINE,
@@ -13,7 +13,7 @@ from ipamd.dhcp.options import (
     INFORM,
     RELEASE,
     REQUEST,
-    SERVER_ID,
+    MalformedPacket,
 )
 
 HANDLED = frozenset({DISCOVER, REQUEST, DECLINE, RELEASE, INFORM})
@@ -21,7 +21,7 @@ HANDLED = frozenset({DISCOVER, REQUEST, DECLINE, RELEASE, INFORM})
 _ADDRESSED = frozenset({REQUEST, DECLINE, RELEASE})
 
 
-def accept(tx: Tx, env: Env) -> str | None:
+def accept(tx: Exchange, env: Env) -> str | None:
     msg = tx.msg
     if msg.op != BOOTREQUEST:
         return "not_request"
@@ -30,11 +30,11 @@ def accept(tx: Tx, env: Env) -> str | None:
     if msg.giaddr and tx.src_ip not in env.trusted:
         return "untrusted_relay"
     if tx.mtype in _ADDRESSED:
-        raw = msg.options.get(SERVER_ID)
-        if raw is not None:
-            if len(raw) != 4:
-                return "bad_option_length"
-            sid = int.from_bytes(raw, "big")
-            if sid not in env.server_ids and sid != tx.local_ip and sid != env.server_id:
-                return "not_for_us"
+        try:
+            sid = msg.server_id
+        except MalformedPacket as error:
+            return error.reason
+        if (sid is not None and sid not in env.server_ids and sid != tx.local_ip
+                and sid != env.server_id):
+            return "not_for_us"
     return None

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import uuid
 
-from ipamd.dhcp.context import NO_CLASSES, Env, Tx
-from ipamd.dhcp.options import HTYPE_ETHER, USER_CLASS, VENDOR_CLASS, decode_user_class
+from ipamd.dhcp.context import NO_CLASSES, Env, Exchange
+from ipamd.dhcp.options import HTYPE_ETHER
 
 
-def classify(tx: Tx, env: Env) -> None:
+def classify(tx: Exchange, env: Env) -> None:
     classes = env.plan.classes
     if not classes:
         return
     msg = tx.msg
-    vendor = msg.options.get(VENDOR_CLASS)
-    raw_user = msg.options.get(USER_CLASS)
-    users = decode_user_class(raw_user) if raw_user else ()
+    vendor = msg.vendor_class
+    users = msg.user_class or ()
     mac_hex = msg.chaddr[:6].hex().encode() if msg.htype == HTYPE_ETHER and msg.hlen == 6 \
         else None
     found: set[uuid.UUID] = set()

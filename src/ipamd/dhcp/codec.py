@@ -544,6 +544,7 @@ class DhcpMessage:
         return self._header(sname, file) + body + (_PADS[pad] if pad > 0 else b"")
 
     # ------------------------------------------------------------------ accessors
+    # The pipeline stages read options through these (one decoding, one error per option).
 
     @property
     def message_type(self) -> int | None:

@@ -30,7 +30,7 @@ import trio
 
 from ipamd.db.bridge import Database
 from ipamd.dhcp import leasestore
-from ipamd.dhcp.context import Tx
+from ipamd.dhcp.context import Exchange
 from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.sessions import open_commit_db
 
@@ -44,13 +44,13 @@ class Committer:
     def __init__(
         self,
         db: Database,
-        on_done: Callable[[Sequence[Tx], bool], None],
+        on_done: Callable[[Sequence[Exchange], bool], None],
         *,
         batch_max: int,
         window_seconds: float,
         workers: int,
         stale_seconds: float = 0.0,
-        on_stale: Callable[[Sequence[Tx]], None] | None = None,
+        on_stale: Callable[[Sequence[Exchange]], None] | None = None,
     ) -> None:
         self.db = db
         self.on_done = on_done
@@ -62,11 +62,11 @@ class Committer:
         self.busy_seconds = 0.0  # time batches spent in the database (commit included)
         self.in_flight = 0  # batches in the database now
         self._sessions: Database | None = None
-        self._queue: list[Tx] = []  # first served: Requests, Releases, Declines
-        self._later: list[Tx] = []  # Discovers
+        self._queue: list[Exchange] = []  # first served: Requests, Releases, Declines
+        self._later: list[Exchange] = []  # Discovers
         self._lot = trio.lowlevel.ParkingLot()
 
-    def submit(self, tx: Tx) -> None:
+    def submit(self, tx: Exchange) -> None:
         (self._later if tx.mtype == DISCOVER else self._queue).append(tx)
         if self._lot:  # a parked worker (len of the lot: cheaper than its statistics())
             self._lot.unpark()
@@ -76,11 +76,11 @@ class Committer:
         return len(self._queue) + len(self._later)
 
     def waited(self, now: float) -> float:
-        """How long the oldest queued op has waited (s), by ``Tx.born``; 0 when none."""
+        """How long the oldest queued op has waited (s), by ``Exchange.born``; 0 when none."""
         heads = [q[0].born for q in (self._queue, self._later) if q]
         return now - min(heads) if heads else 0.0
 
-    def _take(self) -> list[Tx]:
+    def _take(self) -> list[Exchange]:
         queue, later, size = self._queue, self._later, self.batch_max
         batch = queue[:size]
         del queue[:size]
@@ -123,7 +123,7 @@ class Committer:
             self.busy_seconds += time.perf_counter() - started
             self.on_done(batch, ok)
 
-    def _fresh(self, batch: list[Tx]) -> list[Tx]:
+    def _fresh(self, batch: list[Exchange]) -> list[Exchange]:
         # Every op is checked: a retried pick goes to the back with its first time.
         limit = time.monotonic() - self.stale
         fresh = [tx for tx in batch if tx.born >= limit]

@@ -36,8 +36,9 @@ class Endpoint:
     queue_age: float = 0.0
 
 
-class Tx:
-    """One received packet on its way through the stages."""
+class Exchange:
+    """One received packet on its way through the stages: a DHCP exchange, not a database
+    transaction (stages call it ``tx`` for short)."""
 
     __slots__ = (
         "attempts", "born", "circuit_id", "classes", "client_key", "endpoint", "fqdn",

@@ -4,11 +4,11 @@
 → classify → allocate, and returns one of:
 
 * a drop reason (``str``),
-* a ``Reply`` to send now (Inform, NAK, an Offer that needs no write),
+* a ``DhcpReply`` to send now (Inform, NAK, an Offer that needs no write),
 * an ``Op`` for the committer (the database write this answer depends on).
 
 After the committer ran the op, ``finish(tx, env)`` turns its outcome into a
-``Reply``, ``None`` (Release and Decline get no answer), a drop reason, or a new
+``DhcpReply``, ``None`` (Release and Decline get no answer), a drop reason, or a new
 ``Op`` when the database refused our pick and another one is tried.
 RFC 2131 §4.3 throughout; spec §1 rule 1 makes this server authoritative (NAK what
 was never acknowledged to this client).
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from ipamd.dhcp.accept import accept
 from ipamd.dhcp.classify import classify
-from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.destination import destination
 from ipamd.dhcp.identity import identify
 from ipamd.dhcp.leasecache import Lease
@@ -35,8 +35,8 @@ from ipamd.dhcp.options import (
     OFFER,
     RELEASE,
     REQUEST,
-    REQUESTED_IP,
     SERVER_ID,
+    MalformedPacket,
 )
 from ipamd.dhcp.plan import Subnet
 from ipamd.dhcp.reply import build
@@ -45,7 +45,7 @@ from ipamd.dhcp.subnet_select import select_subnet
 MAX_ATTEMPTS = 4  # picks per transaction when the database keeps refusing them
 
 
-class Reply:
+class DhcpReply:
     __slots__ = ("data", "dest", "mtype")
 
     def __init__(self, data: bytes, mtype: int, dest: tuple[int, int]) -> None:
@@ -54,21 +54,25 @@ class Reply:
         self.dest = dest
 
 
-Outcome = str | Reply | Op | None
+Decision = str | DhcpReply | Op | None
 
 
-def _reply(tx: Tx, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> Reply:
+def _reply(
+    tx: Exchange, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None
+) -> DhcpReply:
     data = build(tx, env, mtype, yiaddr, message)
-    return Reply(data, mtype, destination(tx.msg, mtype, env.config.reply_port,
+    return DhcpReply(data, mtype, destination(tx.msg, mtype, env.config.reply_port,
                                           env.config.client_port))
 
 
-def _requested(tx: Tx) -> int | None:
-    raw = tx.msg.options.get(REQUESTED_IP)
-    return int.from_bytes(raw, "big") if raw is not None and len(raw) == 4 else None
+def _requested(tx: Exchange) -> int | None:
+    try:
+        return tx.msg.requested_ip
+    except MalformedPacket:  # a wrong length is ignored: as if no address was asked for
+        return None
 
 
-def _allowed(tx: Tx, subnet: Subnet, ip: int) -> bool:
+def _allowed(tx: Exchange, subnet: Subnet, ip: int) -> bool:
     """May this client hold ``ip``: its reservation, or a dynamic address of its classes."""
     res = tx.reservation
     if res is not None and res.ip == ip:
@@ -80,9 +84,9 @@ def _free(env: Env, subnet: Subnet, ip: int) -> bool:
     return env.cache.at(subnet.id, ip) is None and ip not in env.pending_in(subnet.id)
 
 
-def _op(tx: Tx, kind: int, ip: int | None, seconds: int, **extra: object) -> Op:
+def _op(tx: Exchange, kind: OpKind, ip: int | None, seconds: int, **extra: object) -> Op:
     msg = tx.msg
-    cid = msg.options.get(61)
+    cid = msg.client_id
     op = Op(
         kind, tx.subnet.id, ip, tx.client_key, seconds,  # type: ignore[union-attr]
         mac=msg.chaddr[:6].hex() if msg.htype == 1 and msg.hlen == 6 else None,
@@ -94,7 +98,7 @@ def _op(tx: Tx, kind: int, ip: int | None, seconds: int, **extra: object) -> Op:
     return op
 
 
-def _claim(env: Env, tx: Tx, op: Op) -> Op:
+def _claim(env: Env, tx: Exchange, op: Op) -> Op:
     """Reserve the op's new address against parallel picks until the commit is done."""
     env.pending_in(op.subnet_id).add(op.ip)  # type: ignore[arg-type]
     tx.op = op
@@ -104,7 +108,7 @@ def _claim(env: Env, tx: Tx, op: Op) -> Op:
 # ---------------------------------------------------------------------- allocate, per message
 
 
-def _discover(tx: Tx, env: Env) -> Outcome:
+def _discover(tx: Exchange, env: Env) -> Decision:
     subnet = tx.subnet
     assert subnet is not None
     cache = env.cache
@@ -135,7 +139,7 @@ def _discover(tx: Tx, env: Env) -> Outcome:
                                supersede=lease is not None))
 
 
-def _request(tx: Tx, env: Env) -> Outcome:
+def _request(tx: Exchange, env: Env) -> Decision:
     subnet = tx.subnet
     assert subnet is not None
     msg = tx.msg
@@ -173,7 +177,7 @@ def _request(tx: Tx, env: Env) -> Outcome:
     return tx.op
 
 
-def _decline(tx: Tx, env: Env) -> Outcome:
+def _decline(tx: Exchange, env: Env) -> Decision:
     ip = _requested(tx)
     if ip is None:
         return "bad_request"
@@ -181,26 +185,26 @@ def _decline(tx: Tx, env: Env) -> Outcome:
     return tx.op
 
 
-def _release(tx: Tx, env: Env) -> Outcome:
+def _release(tx: Exchange, env: Env) -> Decision:
     if not tx.msg.ciaddr:
         return "bad_request"
     tx.op = _op(tx, OpKind.RELEASE, tx.msg.ciaddr, 0)
     return tx.op
 
 
-def _inform(tx: Tx, env: Env) -> Outcome:
+def _inform(tx: Exchange, env: Env) -> Decision:
     if not tx.msg.ciaddr and not tx.msg.giaddr:
         return "bad_request"
     return _reply(tx, env, ACK)
 
 
-ALLOCATE: dict[int, Callable[[Tx, Env], Outcome]] = {
+ALLOCATE: dict[int, Callable[[Exchange, Env], Decision]] = {
     DISCOVER: _discover, REQUEST: _request, DECLINE: _decline, RELEASE: _release,
     INFORM: _inform,
 }
 
 
-def decide(tx: Tx, env: Env) -> Outcome:
+def decide(tx: Exchange, env: Env) -> Decision:
     """Run the stages for a fresh packet."""
     reason = accept(tx, env)
     if reason is None:
@@ -215,14 +219,14 @@ def decide(tx: Tx, env: Env) -> Outcome:
 # ---------------------------------------------------------------------- after the commit
 
 
-def release_claim(tx: Tx, env: Env) -> None:
+def release_claim(tx: Exchange, env: Env) -> None:
     """Give back the address picked for the op (committed or not, it is no longer pending)."""
     op = tx.op
     if op is not None and (op.kind == OpKind.OFFER or op.may_insert):
         env.pending_in(op.subnet_id).discard(op.ip)  # type: ignore[arg-type]
 
 
-def finish(tx: Tx, env: Env) -> Outcome:
+def finish(tx: Exchange, env: Env) -> Decision:
     op = tx.op
     assert op is not None and tx.subnet is not None
     release_claim(tx, env)

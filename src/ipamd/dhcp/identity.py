@@ -7,7 +7,7 @@ RFC 4361 identifier (type 255), then the MAC (Ethernet only).
 
 from __future__ import annotations
 
-from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.options import (
     CLIENT_ID,
     FQDN,
@@ -26,7 +26,7 @@ def _clean(text: str) -> str | None:
     return text[:_NAME_MAX] or None
 
 
-def identify(tx: Tx, env: Env) -> None:
+def identify(tx: Exchange, env: Env) -> None:
     msg = tx.msg
     opts = msg.options
     cid = opts.get(CLIENT_ID)

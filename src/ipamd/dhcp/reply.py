@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 
 from ipamd.dhcp.codec import DhcpMessage
-from ipamd.dhcp.context import Env, Tx
+from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.options import (
     ACK,
     BOOTFILE,
@@ -84,7 +84,7 @@ def _fqdn_reply(raw: bytes, subnet: Subnet) -> bytes | None:
         return None
 
 
-def build(tx: Tx, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> bytes:
+def build(tx: Exchange, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> bytes:
     """The encoded reply of type ``mtype`` (OFFER, ACK or NAK) for ``tx``."""
     msg = tx.msg
     sid = env.server_id or tx.local_ip

@@ -25,10 +25,10 @@ import trio
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.codec import MalformedPacket, parse
 from ipamd.dhcp.committer import Committer
-from ipamd.dhcp.context import Endpoint, Env, Tx
+from ipamd.dhcp.context import Endpoint, Env, Exchange
 from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.destination import BROADCAST
-from ipamd.dhcp.engine import Reply, decide, finish, release_claim
+from ipamd.dhcp.engine import DhcpReply, decide, finish, release_claim
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import Lease, LeaseCache
 from ipamd.dhcp.leasestats import LeaseStats
@@ -93,10 +93,11 @@ class DhcpServer:
         )
         self.stats = LeaseStats(state.db)
         self.endpoints: list[Endpoint] = []
-        self._busy: dict[tuple[uuid.UUID, bytes], Tx] = {}
+        self._busy: dict[tuple[uuid.UUID, bytes], Exchange] = {}
         self._backlog: list[tuple[Endpoint, bytes, tuple[str, int], int]] = []
         self._backlog_wake = trio.Event()
-        self._replies: list[tuple[Tx, Reply]] = []  # committed answers waiting to be paced out
+        # committed answers waiting to be paced out
+        self._replies: list[tuple[Exchange, DhcpReply]] = []
         self._replies_wake = trio.Event()
         self._pacing = False
         self._error_window = (0.0, 0)
@@ -230,7 +231,7 @@ class DhcpServer:
             counters.drops["overload"] += 1
             return
         try:
-            tx = Tx(msg, mtype, _from_bytes(_inet_aton(host), "big"), port, ep, local, now)
+            tx = Exchange(msg, mtype, _from_bytes(_inet_aton(host), "big"), port, ep, local, now)
             outcome = decide(tx, self.env)
             if outcome is None:
                 return
@@ -243,7 +244,7 @@ class DhcpServer:
                     return
                 self._busy[key] = tx
                 self.committer.submit(tx)
-            elif kind is Reply:
+            elif kind is DhcpReply:
                 self._send(tx, outcome)  # type: ignore[arg-type]
             else:
                 counters.drops[outcome] += 1  # type: ignore[index]
@@ -254,7 +255,7 @@ class DhcpServer:
 
     # ------------------------------------------------------------------ after commit
 
-    def _committed(self, batch: Sequence[Tx], ok: bool) -> None:
+    def _committed(self, batch: Sequence[Exchange], ok: bool) -> None:
         counters = self.counters
         counters.batches += 1
         counters.committed_ops += len(batch)
@@ -275,7 +276,7 @@ class DhcpServer:
                     self.committer.submit(tx)  # another pick; the client stays busy
                     continue
                 self._busy.pop(key, None)
-                if type(outcome) is Reply:
+                if type(outcome) is DhcpReply:
                     self._replies.append((tx, outcome))  # type: ignore[arg-type]
                 elif outcome is not None:
                     counters.drops[outcome] += 1  # type: ignore[index]
@@ -310,7 +311,7 @@ class DhcpServer:
             finally:
                 self._pacing = False
 
-    def _stale(self, batch: Sequence[Tx]) -> None:
+    def _stale(self, batch: Sequence[Exchange]) -> None:
         """Ops the committer dropped unwritten because they waited too long."""
         self.counters.drops["stale"] += len(batch)
         for tx in batch:
@@ -319,7 +320,7 @@ class DhcpServer:
 
     # ------------------------------------------------------------------ send
 
-    def _send(self, tx: Tx, reply: Reply) -> None:
+    def _send(self, tx: Exchange, reply: DhcpReply) -> None:
         ip, port = reply.dest
         ep = tx.endpoint
         if ip == BROADCAST and ep.interface is None:

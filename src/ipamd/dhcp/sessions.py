@@ -47,8 +47,8 @@ class Connections:
         for _ in range(size):
             self._free.append(await self.connect())
 
-    def acquire(self) -> _Lease:
-        return _Lease(self)
+    def acquire(self) -> _Borrowed:
+        return _Borrowed(self)
 
     def give_back(self, conn: asyncpg.Connection, failed: bool) -> None:
         # After a failure other than an SQL error (cancelled, connection lost) the session
@@ -67,7 +67,9 @@ class Connections:
             await self._free.pop().close()
 
 
-class _Lease:
+class _Borrowed:
+    """One connection borrowed from ``Connections`` for an ``async with`` (not a DHCP lease)."""
+
     __slots__ = ("_conn", "_owner")
 
     def __init__(self, owner: Connections) -> None:

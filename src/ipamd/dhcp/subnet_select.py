@@ -9,30 +9,27 @@ agent's circuit and remote ids on the transaction.
 
 from __future__ import annotations
 
-from ipamd.dhcp.context import Env, Tx
-from ipamd.dhcp.options import RELAY_AGENT, SUBNET_SELECTION, MalformedPacket
-from ipamd.dhcp.relay_agent import parse_relay_agent_info
+from ipamd.dhcp.context import Env, Exchange
+from ipamd.dhcp.options import MalformedPacket
 
 
-def select_subnet(tx: Tx, env: Env) -> str | None:
+def select_subnet(tx: Exchange, env: Env) -> str | None:
     msg = tx.msg
     if msg.giaddr:
         link = 0
-        raw = msg.options.get(RELAY_AGENT)
-        if raw is not None:
-            try:
-                info = parse_relay_agent_info(raw)
-            except MalformedPacket as error:
-                return error.reason
+        try:
+            info = msg.relay_agent_info
+        except MalformedPacket as error:
+            return error.reason
+        if info is not None:
             tx.circuit_id = info.circuit_id
             tx.remote_id = info.remote_id
             link = info.link_selection or 0
         if not link:
-            raw = msg.options.get(SUBNET_SELECTION)
-            if raw is not None:
-                if len(raw) != 4:
-                    return "bad_option_length"
-                link = int.from_bytes(raw, "big")
+            try:
+                link = msg.subnet_selection or 0
+            except MalformedPacket as error:
+                return error.reason
         where = link or msg.giaddr
     elif msg.ciaddr:
         where = msg.ciaddr

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ipamd.config import DhcpConfig
-from ipamd.dhcp.context import Endpoint, Env, Tx
+from ipamd.dhcp.context import Endpoint, Env, Exchange
 from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import LeaseCache
@@ -84,7 +84,7 @@ def make_env(plan: Plan | None = None, **config: Any) -> Env:
 ENDPOINT = Endpoint(sock=None, local_ip=ip(SERVER), port=67)
 
 
-def tx_for(msg: Any, *, src: str = RELAY, endpoint: Endpoint = ENDPOINT) -> Tx:
+def tx_for(msg: Any, *, src: str = RELAY, endpoint: Endpoint = ENDPOINT) -> Exchange:
     """The transaction the server builds for ``msg`` arriving from ``src``."""
     parsed = roundtrip(msg)
-    return Tx(parsed, parsed.message_type or 0, ip(src), 67, endpoint)
+    return Exchange(parsed, parsed.message_type or 0, ip(src), 67, endpoint)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ipamd.dhcp import options as o
 from ipamd.dhcp.codec import parse
-from ipamd.dhcp.engine import MAX_ATTEMPTS, Reply, decide, finish
+from ipamd.dhcp.engine import MAX_ATTEMPTS, DhcpReply, decide, finish
 from ipamd.dhcp.leasecache import Lease
 from ipamd.dhcp.leasestore import Op, OpKind
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_env, make_plan, pool_row, tx_for
@@ -32,7 +32,7 @@ def _commit_ok(op: Op, event: str | None = None, lease_id: uuid.UUID | None = No
 
 
 def _reply(outcome: Any) -> Any:
-    assert isinstance(outcome, Reply), outcome
+    assert isinstance(outcome, DhcpReply), outcome
     return parse(outcome.data)
 
 

@@ -16,8 +16,8 @@ import trio
 from ipamd.dhcp import options as o
 from ipamd.dhcp import server as server_mod
 from ipamd.dhcp.committer import Committer
-from ipamd.dhcp.context import Tx
-from ipamd.dhcp.engine import Reply
+from ipamd.dhcp.context import Exchange
+from ipamd.dhcp.engine import DhcpReply
 from ipamd.dhcp.leasecache import Lease
 from ipamd.dhcp.sockets import ancillary
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET
@@ -97,12 +97,12 @@ def test_stale_ops_give_back_their_address_and_client(clock: Clock) -> None:
     assert server.committer.queued == 1 and server.counters.drops["client_busy"] == 0
 
 
-def _tx(mtype: int, born: float) -> Tx:
+def _tx(mtype: int, born: float) -> Exchange:
     return SimpleNamespace(mtype=mtype, born=born)  # type: ignore[return-value]
 
 
-def _committer(stale: float = 0.0) -> tuple[Committer, list[Sequence[Tx]]]:
-    dropped: list[Sequence[Tx]] = []
+def _committer(stale: float = 0.0) -> tuple[Committer, list[Sequence[Exchange]]]:
+    dropped: list[Sequence[Exchange]] = []
     committer = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
                           window_seconds=0.0, workers=1, stale_seconds=stale,
                           on_stale=dropped.append)
@@ -145,8 +145,8 @@ def _committed_replies(ep: Any, count: int) -> list[Any]:
     """``count`` Offers as a committed batch would leave them for sending."""
     txs = []
     for n in range(count):
-        tx = Tx(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY), o.DISCOVER, ip(RELAY), 67, ep)
-        txs.append((tx, Reply(bytes([n % 256]) * 300, o.OFFER, (ip(RELAY), 67))))
+        tx = Exchange(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY), o.DISCOVER, ip(RELAY), 67, ep)
+        txs.append((tx, DhcpReply(bytes([n % 256]) * 300, o.OFFER, (ip(RELAY), 67))))
     return txs
 
 
