@@ -52,8 +52,11 @@ run: system-run venv var
 test: system-test venv
 	$(BIN)/python -m pytest
 
+# ruff, then the import contract between the rooms (docs/DEVELOPING.md): a break names
+# the file, the line and the import.
 lint: venv
 	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m tests.support.import_contract
 
 bench: system-bench venv
 	$(BIN)/python bench/run_all.py

@@ -61,7 +61,10 @@ class Violation:
     rule: str
 
     def __str__(self) -> str:
-        return f"{self.imp.path}:{self.imp.line}: {self.imp.source} imports {self.imp.name} ({self.rule})"
+        path = self.imp.path
+        if path.is_relative_to(Path.cwd()):
+            path = path.relative_to(Path.cwd())
+        return f"{path}:{self.imp.line}: {self.imp.source} imports {self.imp.name} ({self.rule})"
 
 
 def _module_of(path: Path, root: Path) -> list[str]:
@@ -106,9 +109,11 @@ def imports_of(path: Path, root: Path) -> list[Import]:
             else:
                 prefix = (node.module or "").split(".")
             if prefix == [PACKAGE]:
-                # `from ipamd import config, jsonutil`: each name is its own module
+                # `from ipamd import config, cli`: each name that is a module is its own room;
+                # other names (`__version__`) come from the package's __init__, no room
                 for alias in node.names:
-                    add(node, [PACKAGE, alias.name])
+                    if (root / f"{alias.name}.py").exists() or (root / alias.name).is_dir():
+                        add(node, [PACKAGE, alias.name])
             else:
                 add(node, prefix)
     return found
@@ -144,8 +149,8 @@ def check(root: Path) -> list[Violation]:
     for (a, b), imp in sorted(edges.items()):
         back = edges.get((b, a))
         if back is not None and a < b:
-            out.append(Violation(imp, f"two-way pair: {b} imports {a} too, at {back.path}:{back.line}"))
-            out.append(Violation(back, f"two-way pair: {a} imports {b} too, at {imp.path}:{imp.line}"))
+            out.append(Violation(imp, f"two-way pair: {b} imports {a} too ({back.name})"))
+            out.append(Violation(back, f"two-way pair: {a} imports {b} too ({imp.name})"))
     return out
 
 
