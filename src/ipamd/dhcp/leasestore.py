@@ -3,7 +3,8 @@
 * the DHCP server's committer: ``commit`` grants (Offer hold, Ack), renews, releases and
   declines a whole batch of transactions in one ``unnest`` statement;
 * the expiry worker: ``expire_batch`` (active/declined → expired, lapsed holds deleted);
-* the API: ``force_release`` (an operator ends a live lease).
+* the API: ``force_release`` (an operator ends a live lease); ``drop_ended`` when a subnet
+  with no live lease left is deleted.
 
 Asyncio side, called through the bridge (one crossing per unit). Every change writes its
 lease_events row and ``events`` row in the same statement (``core.lease_events``). The
@@ -418,3 +419,9 @@ async def force_release(conn: asyncpg.Connection, lease_id: uuid.UUID, granted: 
     ``granted``: the lease was more than an Offer hold, so its end is a ``released`` event.
     """
     await conn.fetchval(_FORCE_RELEASE, lease_id, granted)
+
+
+async def drop_ended(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> None:
+    """A subnet being deleted (no live lease left): its ended leases go, lease_events keeps
+    their history, so they must not pin the subnet."""
+    await conn.execute("DELETE FROM leases WHERE subnet_id = $1", subnet_id)

@@ -11,6 +11,7 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid
+from ipamd.dhcp import leasestore
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
@@ -278,7 +279,6 @@ async def delete(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID) -> 
             f"subnet {current['cidr']} still has {inside_message(dict(counts))}; "
             "delete them first"
         )
-    # Ended leases are history (lease_events keeps it); they must not pin the subnet.
-    await conn.execute("DELETE FROM leases WHERE subnet_id = $1", subnet_id)
+    await leasestore.drop_ended(conn, subnet_id)
     await conn.execute("DELETE FROM subnets WHERE id = $1", subnet_id)
     await audit.record(conn, actor, "delete", "subnet", subnet_id, public(current), None)
