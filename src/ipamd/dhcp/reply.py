@@ -74,10 +74,7 @@ def fqdn_flags(client_flags: int, server_updates: bool) -> int:
     at all (and then S must be 0); O=1 exactly when our S differs from the client's S;
     E follows the client's encoding.
     """
-    if server_updates:
-        flags = FQDN_S
-    else:
-        flags = FQDN_N
+    flags = FQDN_S if server_updates else FQDN_N
     if (flags ^ client_flags) & FQDN_S:
         flags |= FQDN_O
     return flags | (client_flags & FQDN_E)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from ipamd.api import paging
 from ipamd.api.errors import invalid
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes.ipam_fields import Name
 from ipamd.api.schemas import Page
 from ipamd.ipam import webhooks
 from ipamd.outbox import secrets, topics
@@ -41,21 +42,8 @@ def _topics(value: str) -> str:
     return topics.render(topics.parse(value))
 
 
-def _name(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
 class _WebhookChecks(Body):
     """The field rules shared by create and update (a field left out is not checked)."""
-
-    @field_validator("name", check_fields=False)
-    @classmethod
-    def _check_name(cls, value: str | None) -> str | None:
-        return None if value is None else _name(value)
 
     @field_validator("url", check_fields=False)
     @classmethod
@@ -74,7 +62,7 @@ class _WebhookChecks(Body):
 
 
 class WebhookCreate(_WebhookChecks):
-    name: str = Field(min_length=1, max_length=100, description="a label for people")
+    name: Name = Field(description="a label for people")
     url: str = Field(
         min_length=1, max_length=2048,
         description="https URL of the receiver; plain http only for localhost",
@@ -95,7 +83,7 @@ class WebhookCreate(_WebhookChecks):
 class WebhookUpdate(_WebhookChecks):
     """Only the fields given change; previous_secret_ref: null ends a rotation."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = None
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     secret_ref: str | None = None
     previous_secret_ref: str | None = None
