@@ -25,7 +25,7 @@ import asyncpg
 import trio
 
 from ipamd.config import OutboxConfig
-from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
+from ipamd.db.outage import DB_ERRORS, Throttle, is_connection_loss, log_failure
 from ipamd.outbox import client as http_client
 from ipamd.outbox import queue
 from ipamd.outbox.attempt import Attempt
@@ -151,8 +151,10 @@ class Scheduler:
         try:
             return await handler(job)
         except Exception as error:
-            # A bug in one delivery must not stop the others: the row is retried.
-            log.exception("outbox %s delivery %s failed unexpectedly", job.kind, job.id)
+            # A bug in one delivery must not stop the others: the row is retried. A lost
+            # database is no bug: the Database's Outage says so once for everyone.
+            if not is_connection_loss(error):
+                log.exception("outbox %s delivery %s failed unexpectedly", job.kind, job.id)
             return Attempt(job, self.backoff).retry(f"internal error: {type(error).__name__}")
 
     async def recorder(self) -> None:

@@ -96,3 +96,35 @@ async def test_postgres_restart_under_load_logs_one_outage(
     stored = await dhcp.db.run(active)
     lost = {ip: mac for ip, mac in load.acked.items() if stored.get(ip) != mac}
     assert not lost, f"Acked but not stored: {list(lost.items())[:5]}"
+
+
+async def test_api_during_a_restart_answers_503_not_a_traceback(
+    admin: Any, pg: PgServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="ipamd")
+    statuses: list[int] = []
+    bodies: list[Any] = []
+    restarted = trio.Event()
+
+    async def poll() -> None:
+        while not restarted.is_set() or len(statuses) < 5:
+            response = await admin.get("/tenants")
+            statuses.append(response.status_code)
+            if response.status_code != 200:
+                bodies.append(response.json())
+            await trio.sleep(0.01)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poll)
+        await trio.sleep(0.2)
+        await trio.to_thread.run_sync(pg.restart)
+        restarted.set()
+    assert set(statuses) <= {200, 503}, statuses
+    assert all(b["error"]["code"] == "unavailable" for b in bodies), bodies
+    with trio.fail_after(30):
+        while (await admin.get("/tenants")).status_code != 200:
+            await trio.sleep(0.1)
+    records = [r for r in caplog.records if r.name.startswith(("ipamd", "asyncpg"))]
+    shown = "\n".join(f"{r.levelname} {r.name}: {r.getMessage()}" for r in records)
+    assert not [r for r in records if r.exc_info], shown
+    assert len([r for r in records if r.levelno >= logging.WARNING]) <= MAX_WARNINGS, shown
