@@ -182,3 +182,21 @@ def test_a_real_cursor_round_trips() -> None:
     when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     cursor = paging.encode_cursor([when, 42])
     assert paging.decode_cursor(cursor, [dt.datetime, int]) == [when, 42]
+
+
+ADVERSARIAL = {
+    "unterminated string": "[" * 65 + '"' + "a" * 1_000_000,
+    "escaped quotes, unterminated": "[" * 65 + '"\\' * 500_000,
+    "backslash-quote pairs": "[" * 65 + '\\"' * 500_000,
+    "only quotes": "[" * 65 + '"' * 1_000_000,
+    "trailing backslashes": "[" * 65 + '"' + "\\" * 1_000_000,
+    "strings and brackets": '["' + "]]]" + '["' * 200_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_the_depth_scan_is_linear_on_adversarial_bodies(text: str) -> None:
+    # A backtracking string pattern took minutes on the escaped-quotes body (quadratic).
+    started = time.perf_counter()
+    assert _refused(text).status == 400
+    assert time.perf_counter() - started < 1.0

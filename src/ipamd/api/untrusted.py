@@ -24,8 +24,10 @@ MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 _INT_DIGITS = len(str(INT_MAX))
 
-# A JSON string (unrolled loop: linear on long strings), and anything that is not a bracket.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# A JSON string, or an unterminated one up to the end. It matches at every '"' and never
+# backtracks (possessive), so removing strings is one linear pass whatever the input
+# (a pattern that can fail at a '"' is rescanned from every later '"': quadratic).
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?', re.S)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
