@@ -12,7 +12,7 @@ RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
-.PHONY: run test lint bench clean image system-run system-test system-bench venv
+.PHONY: run setup test lint bench clean image system-run system-test system-bench venv
 
 venv: $(BIN)/.installed
 
@@ -45,8 +45,11 @@ system-bench:
 var:
 	install -d -m 0755 var var/log var/supervisor
 
+# Everything `make run` needs, without starting it (a systemd host: systemd/ipamd.service).
+setup: system-run venv var
+
 # The appliance in the foreground: supervisord runs postgres and ipamd (Ctrl-C stops both).
-run: system-run venv var
+run: setup
 	exec $(BIN)/supervisord -n -c appliance/supervisord.conf
 
 test: system-test venv

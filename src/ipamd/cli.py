@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ipamd import __version__, logsetup
-from ipamd.config import Config, ConfigError, load
+from ipamd.config import Config, ConfigError, load, redacted
 from ipamd.db.cluster import ClusterError
 
 log = logging.getLogger("ipamd")
@@ -85,7 +85,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
-    print(json.dumps(config.model_dump(), indent=2))
+    print(json.dumps(redacted(config), indent=2))  # never a password (issue 10)
     return 0
 
 
@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--name", required=True)
     token.add_argument("--role", choices=["admin", "operator", "viewer"], default="admin")
     token.set_defaults(fn=cmd_token)
-    sub.add_parser("check-config", help="validate the TOML file and print it").set_defaults(
-        fn=cmd_check_config
-    )
+    sub.add_parser(
+        "check-config", help="validate the TOML file and print it (passwords redacted)"
+    ).set_defaults(fn=cmd_check_config)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -70,7 +71,7 @@ class ApiConfig(Section):
 
 
 class DatabaseConfig(Section):
-    dsn: str = ""
+    dsn: str = Field(default="", repr=False)  # may hold a password: see redacted()
     data_dir: str = "var/pgdata"
     socket_dir: str = "var/run"
     bin_dir: str = ""
@@ -200,6 +201,44 @@ class Config(Section):
     def path(self, value: str) -> Path:
         """A configured path; relative ones are taken from the working directory."""
         return Path(value).expanduser().resolve()
+
+
+REDACTED = "***"
+# Keys whose whole value is a secret (today none is configured; a future one is covered).
+_SECRET_KEY = re.compile(r"(^|_)(password|passphrase|secret|token|api_key)$", re.I)
+# libpq DSNs: postgresql://user:PASSWORD@host/db?password=PASSWORD, or password=PASSWORD ...
+# Greedy up to the last '@': an unencoded '@' in the password must not leak its tail.
+_URL_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@?#]*:).*(@)", re.I | re.S)
+_QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.I)
+_KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)", re.I)
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN with every password replaced by ***, in URL and key=value form."""
+    if "://" in dsn:
+        dsn = _URL_PASSWORD.sub(r"\1" + REDACTED + r"\2", dsn)
+        return _QUERY_PASSWORD.sub(r"\1" + REDACTED, dsn)
+    return _KV_PASSWORD.sub(r"\1" + REDACTED, dsn)
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """The configuration as data with secrets replaced: the ONE form in which it is shown.
+
+    Everything that prints or logs the configuration goes through here (check-config).
+    """
+
+    def scrub(value: Any, key: str) -> Any:
+        if isinstance(value, dict):
+            return {k: scrub(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v, key) for v in value]
+        if isinstance(value, str) and value and _SECRET_KEY.search(key):
+            return REDACTED
+        if key == "dsn" and isinstance(value, str):
+            return redact_dsn(value)
+        return value
+
+    return scrub(config.model_dump(mode="json"), "")
 
 
 def _describe(error: ValidationError) -> str:

@@ -26,6 +26,7 @@ from ipamd.config import Config
 from ipamd.db.bridge import Database, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
+from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
 from ipamd.outbox import scheduler as outbox_scheduler
@@ -169,10 +170,14 @@ async def supervise(
         try:
             await service(state, task_status=readiness)
             log.warning("service %s returned; restarting", name)
-        except Exception:
+        except Exception as error:
             if not readiness.ready:
                 raise
-            log.exception("service %s crashed; restarting in %.1fs", name, delay)
+            if is_connection_loss(error):  # expected; the Database's Outage logged it once
+                log.info("service %s stopped: database unreachable; restarting in %.1fs",
+                         name, delay)
+            else:
+                log.exception("service %s crashed; restarting in %.1fs", name, delay)
         if trio.current_time() - began >= 60:
             delay = 0.5
         await trio.sleep(delay)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -32,6 +33,14 @@ class PgServer:
 
     def dsn(self, database: str) -> str:
         return self.cluster.dsn(database)
+
+    def restart(self) -> None:
+        """Fast shutdown (backends are told the server is going) and start again, as a
+        package upgrade or an operator would; returns once the server answers queries."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=30)
+        self.process = self.cluster.spawn_server(fast=True, log_file=self.base / "postgres.log")
+        _wait_ready(self.cluster, self.process)
 
     def stop(self) -> None:
         self.process.terminate()

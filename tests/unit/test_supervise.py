@@ -38,3 +38,24 @@ async def test_failure_before_ready_propagates():
     async with trio.open_nursery() as nursery:
         with pytest.raises(OSError, match="port in use"):
             await nursery.start(supervise, "broken", broken, None)
+
+
+async def test_a_lost_database_is_not_logged_as_a_crash(caplog, autojump_clock):
+    import asyncpg
+
+    runs = []
+
+    async def needs_db(state, *, task_status):
+        task_status.started()
+        runs.append(trio.current_time())
+        await trio.sleep(1)
+        raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle")
+
+    caplog.set_level(logging.INFO, "ipamd")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervise, "needs_db", needs_db, None)
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    assert len(runs) >= 3  # still restarted, with the same backoff
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]
+    assert "needs_db stopped: database unreachable" in caplog.text

@@ -49,6 +49,7 @@ from ipamd.api.routes import outbox as outbox_routes
 from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
 from ipamd.core.errors import DomainError
+from ipamd.db.outage import is_connection_loss
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"
@@ -180,6 +181,11 @@ def create_app(state: AppState) -> QuartTrio:
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
+        if is_connection_loss(error):
+            # A restart or failover, not a bug: no traceback (the Database's Outage logged it
+            # once), and the client is told to come back shortly.
+            return render(envelope("unavailable", "the database is unreachable; retry shortly"),
+                          503, {"Retry-After": "2"})
         log.exception("request %s failed", getattr(g, "request_id", "?"))
         return render(
             envelope("internal", f"internal error (request id {getattr(g, 'request_id', '?')})"),

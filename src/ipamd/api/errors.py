@@ -44,6 +44,11 @@ CODES = {
 }
 
 
+# The pydantic error type raised (by router.Body/Query) for text Postgres cannot store;
+# its context names the field, since the check runs on the whole model.
+UNSTORABLE = "unstorable_text"
+
+
 class ApiError(Exception):
     """Raised anywhere below a route; rendered in the error envelope."""
 
@@ -103,6 +108,10 @@ def from_validation(error: ValidationError, where: str = "body") -> ApiError:
         field = _location(tuple(item["loc"]))
         if item["type"] == "extra_forbidden":
             messages.append(f"{field}: unknown field")
+        elif item["type"] == UNSTORABLE:
+            inner = str(item.get("ctx", {}).get("field", ""))
+            prefix = "" if field == "body" else field + "."
+            messages.append(f"{prefix}{inner}: {item['msg']}")
         elif item["type"] == "missing":
             messages.append(f"{field}: required")
         else:

@@ -11,16 +11,16 @@ a JSON-able value (status from the declaration) or a ``Reply``.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 from quart import Response, request
 
-from ipamd.api import idempotency
-from ipamd.api.errors import ApiError, bad_request, from_validation
+from ipamd.api import idempotency, untrusted
+from ipamd.api.errors import UNSTORABLE, ApiError, bad_request, from_validation
 from ipamd.core import jsonutil
 from ipamd.state import AppState
 
@@ -32,16 +32,37 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 
+def _storable(data: Any) -> Any:
+    """Refuse, naming the field, any string Postgres cannot store (NUL, lone surrogates)."""
+    where = untrusted.unstorable(data)
+    if where is not None:
+        raise PydanticCustomError(
+            UNSTORABLE, "must not contain NUL (\\u0000) or lone surrogates",
+            {"field": where},
+        )
+    return data
+
+
 class Body(BaseModel):
     """Base of request bodies: unknown fields and wrong types are refused, not coerced."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_text(cls, data: Any) -> Any:
+        return _storable(data)
 
 
 class Query(BaseModel):
     """Base of query-string models: values arrive as strings, so coercion is allowed."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_text(cls, data: Any) -> Any:
+        return _storable(data)
 
 
 @dataclass(frozen=True)
@@ -209,14 +230,17 @@ async def parse_body(model: type[M] | None) -> tuple[Any, Any]:
     """Returns (validated model, raw parsed JSON)."""
     if model is None:
         return None, None
+    # Over api.max_body_bytes, get_data raises 413 (rendered by the app's HTTP error handler).
     data = await request.get_data(cache=False)
     if not data or not data.strip():
         raw: Any = {}
     else:
         try:
-            raw = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise bad_request(f"request body is not valid JSON: {error}") from None
+            raw = untrusted.parse_json(data)
+        except untrusted.Refused as error:
+            if error.status == 400:
+                raise bad_request(f"request body: {error.message}") from None
+            raise ApiError(error.status, f"body: {error.message}", "validation_error") from None
     if not isinstance(raw, dict):
         raise ApiError(422, "body: expected a JSON object", "validation_error")
     try:

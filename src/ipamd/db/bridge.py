@@ -20,6 +20,7 @@ import trio
 import trio_asyncio
 
 from ipamd.core.jsonutil import dumps
+from ipamd.db.outage import Outage, is_connection_loss, quiet_pool_logs
 
 log = logging.getLogger("ipamd.db")
 
@@ -43,11 +44,16 @@ async def asyncio_loop():  # type: ignore[no-untyped-def]
 
 
 class Database:
-    """An asyncpg pool driven from trio."""
+    """An asyncpg pool driven from trio.
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+    ``outage`` follows reachability: every unit that fails with a lost connection reports
+    it there (one warning per outage), and the next unit that succeeds ends it (one info).
+    """
+
+    def __init__(self, pool: asyncpg.Pool, dsn: str, outage: Outage | None = None) -> None:
         self._pool = pool
         self.dsn = dsn
+        self.outage = outage or Outage()
 
     @classmethod
     async def connect(
@@ -73,11 +79,23 @@ class Database:
 
     async def run(self, fn: Work[T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on one pooled connection; one crossing."""
-        return await trio_asyncio.aio_as_trio(_on_connection)(self._pool, fn, args, False)
+        return await self._cross(fn, args, False)
 
     async def transaction(self, fn: Work[T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` inside one transaction; one crossing."""
-        return await trio_asyncio.aio_as_trio(_on_connection)(self._pool, fn, args, True)
+        return await self._cross(fn, args, True)
+
+    async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
+        try:
+            result = await trio_asyncio.aio_as_trio(_on_connection)(
+                self._pool, fn, args, in_transaction
+            )
+        except Exception as error:
+            if is_connection_loss(error):
+                self.outage.lost(error)
+            raise
+        self.outage.reached()
+        return result
 
     async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.
@@ -112,6 +130,7 @@ async def _no_reset(_conn: asyncpg.Connection) -> None:
 
 
 async def _create_pool(dsn: str, min_size: int, max_size: int) -> asyncpg.Pool:
+    quiet_pool_logs()
     return await asyncpg.create_pool(
         dsn,
         min_size=min_size,

@@ -29,6 +29,7 @@ import asyncpg
 import trio
 
 from ipamd.db.bridge import Database
+from ipamd.db.outage import Throttle, is_connection_loss
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.context import Exchange
 from ipamd.dhcp.options import DISCOVER
@@ -65,6 +66,7 @@ class Committer:
         self._queue: list[Exchange] = []  # first served: Requests, Releases, Declines
         self._later: list[Exchange] = []  # Discovers
         self._lot = trio.lowlevel.ParkingLot()
+        self._log = Throttle(log)
 
     def submit(self, tx: Exchange) -> None:
         (self._later if tx.mtype == DISCOVER else self._queue).append(tx)
@@ -132,6 +134,7 @@ class Committer:
         return fresh
 
     async def _commit(self, ops: list[leasestore.Op]) -> bool:
+        """True when the batch is committed; False: nothing of it is, and no op is Acked."""
         for attempt in (1, 2):
             try:
                 await self._sessions.run(leasestore.commit, ops)  # type: ignore[union-attr]
@@ -141,13 +144,15 @@ class Committer:
                          error.__class__.__name__, attempt)
                 for op in ops:
                     op.reset()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-                log.warning("lease batch of %d failed: %s: %s", len(ops),
-                            error.__class__.__name__, error)
-                break
-            except Exception:
-                # A bug must cost this batch its answers, not the server its life.
-                log.exception("lease batch of %d failed", len(ops))
+            except Exception as error:
+                if is_connection_loss(error):
+                    pass  # expected (a restart, a failover): the Database's outage logged it
+                elif isinstance(error, (asyncpg.PostgresError, asyncpg.InterfaceError)):
+                    self._log.warning(error.__class__.__name__, "lease batch of %d failed: %s: %s",
+                                      len(ops), error.__class__.__name__, error)
+                else:
+                    # A bug must cost this batch its answers, not the server its life.
+                    self._log.exception("bug", "lease batch of %d failed", len(ops))
                 break
         for op in ops:
             op.reset()

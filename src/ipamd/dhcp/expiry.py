@@ -15,6 +15,7 @@ import logging
 import asyncpg
 import trio
 
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp.leasestore import expire_batch
 from ipamd.state import AppState
 
@@ -41,11 +42,12 @@ async def sweep(state: AppState) -> int:
 async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
     task_status.started()
     interval = state.config.dhcp.expiry_interval_seconds
+    throttle = Throttle(log)
     while True:
         try:
             count = await sweep(state)
             if count:
                 log.debug("expired %d leases", count)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            log.warning("lease expiry failed: %s", error.__class__.__name__)
+        except DB_ERRORS as error:
+            log_failure(throttle, error, "lease expiry failed: %s", error.__class__.__name__)
         await trio.sleep(interval)

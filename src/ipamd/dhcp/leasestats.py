@@ -19,6 +19,7 @@ import asyncpg
 import trio
 
 from ipamd.db.bridge import Database
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 
 log = logging.getLogger("ipamd.dhcp.stats")
 
@@ -53,13 +54,15 @@ class LeaseStats:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        throttle = Throttle(log)
         try:
             rows = await self.db.run(table_rows)
             if rows < 0:
                 self._due.set()
             self._rows = max(rows, 0.0)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            log.warning("lease statistics unknown: %s", error.__class__.__name__)
+        except DB_ERRORS as error:
+            log_failure(throttle, error, "lease statistics unknown: %s",
+                        error.__class__.__name__)
             self._due.set()
         while True:
             await self._due.wait()
@@ -67,9 +70,10 @@ class LeaseStats:
             self._added = 0
             try:
                 rows = await self.db.run(analyze)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            except DB_ERRORS as error:
                 # Autovacuum still analyzes in its own time; try again later meanwhile.
-                log.warning("ANALYZE leases failed: %s", error.__class__.__name__)
+                log_failure(throttle, error, "ANALYZE leases failed: %s",
+                            error.__class__.__name__)
                 await trio.sleep(_RETRY_SECONDS)
                 self._due.set()
                 continue

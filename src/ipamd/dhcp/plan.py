@@ -77,6 +77,17 @@ class Pool:
         return any(lo <= ip <= hi for lo, hi in self.segments)
 
 
+# The DDNS adapters this server performs DNS updates through: none yet. A subnet may name
+# an adapter, but until DNS updates exist (issue 13 adds each adapter here as it lands)
+# nothing registers names, and option 81 must say so.
+DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset()
+
+
+def performs_dns_updates(subnet: Subnet) -> bool:
+    """Whether this server performs DNS updates for clients of ``subnet``."""
+    return subnet.ddns_adapter in DNS_UPDATE_ADAPTERS
+
+
 @dataclass(slots=True)
 class Subnet:
     id: uuid.UUID
@@ -90,7 +101,7 @@ class Subnet:
     dhcp_enabled: bool
     next_server: str | None
     boot_file: str | None
-    ddns: bool
+    ddns_adapter: str  # as configured; see performs_dns_updates for what it means today
     pools: tuple[Pool, ...] = ()
     excludes: tuple[Range, ...] = ()
     # Addresses no dynamic client may get: every reservation and assignment.
@@ -229,7 +240,7 @@ def build(rows: Mapping[str, Any]) -> Plan:
             mask=mask, broadcast=network | (~mask & 0xFFFFFFFF), gateway=row["gateway"],
             lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
             next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
-            ddns=(row["ddns_adapter"] or "none") != "none",
+            ddns_adapter=row["ddns_adapter"] or "none",
         )
         subnet.excludes = tuple(sorted((e["start_ip"], e["end_ip"])
                                        for e in excludes.get(subnet.id, ())))

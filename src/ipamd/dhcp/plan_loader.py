@@ -16,6 +16,7 @@ import asyncpg
 import trio
 
 from ipamd.db.bridge import Database
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import plan as plan_mod
 from ipamd.dhcp.settings import TRUSTED_RELAYS
 
@@ -72,6 +73,7 @@ class PlanHolder:
         self.poll_seconds = poll_seconds
         self.on_change: list[Callable[[plan_mod.Plan], None]] = []
         self._wake = trio.Event()
+        self._log = Throttle(log)
 
     async def reload(self) -> plan_mod.Plan:
         rows = await self.db.run(load_rows)
@@ -104,8 +106,9 @@ class PlanHolder:
                 finally:
                     with trio.CancelScope(shield=True):
                         await channel.release()  # type: ignore[attr-defined]
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-                log.warning("plan listener lost (%s); retrying", error.__class__.__name__)
+            except DB_ERRORS as error:
+                log_failure(self._log, error, "plan listener lost (%s); retrying",
+                            error.__class__.__name__)
             await trio.sleep(1.0)
 
     async def _refresh_loop(self) -> None:
@@ -125,6 +128,6 @@ class PlanHolder:
                 ):
                     since_full = 0.0
                     await self.reload()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-                log.warning("plan reload failed (%s); keeping version %s",
+            except DB_ERRORS as error:
+                log_failure(self._log, error, "plan reload failed (%s); keeping version %s",
                             error.__class__.__name__, self.current.version)

@@ -34,7 +34,7 @@ from ipamd.dhcp.options import (
     decode_client_fqdn,
     encode_client_fqdn,
 )
-from ipamd.dhcp.plan import Subnet
+from ipamd.dhcp.plan import Subnet, performs_dns_updates
 
 _ALWAYS = frozenset({SUBNET_MASK, ROUTER})
 _MEMO_MAX = 256
@@ -67,17 +67,26 @@ def subnet_options(subnet: Subnet, prl: bytes, vendor: bytes | None) -> dict[int
     return merged
 
 
+def fqdn_flags(client_flags: int, server_updates: bool) -> int:
+    """The flags of our option 81, per RFC 4702 §2.1 and §4.
+
+    S=1 only when this server takes on the A RR update; N=1 when it performs no DNS update
+    at all (and then S must be 0); O=1 exactly when our S differs from the client's S;
+    E follows the client's encoding.
+    """
+    flags = FQDN_S if server_updates else FQDN_N
+    if (flags ^ client_flags) & FQDN_S:
+        flags |= FQDN_O
+    return flags | (client_flags & FQDN_E)
+
+
 def _fqdn_reply(raw: bytes, subnet: Subnet) -> bytes | None:
-    """RFC 4702 §4: say who updates DNS; the server does when the subnet has DDNS."""
+    """RFC 4702 §4: tell the client who updates DNS — the truth, from performs_dns_updates."""
     try:
         asked = decode_client_fqdn(raw)
     except MalformedPacket:
         return None
-    if subnet.ddns:
-        flags = FQDN_S | (FQDN_O if not asked.flags & FQDN_S else 0)
-    else:
-        flags = FQDN_N | (FQDN_O if asked.flags & FQDN_S else 0)
-    flags |= asked.flags & FQDN_E
+    flags = fqdn_flags(asked.flags, performs_dns_updates(subnet))
     try:
         return encode_client_fqdn(flags, asked.name, fully_qualified=asked.fully_qualified)
     except ValueError:

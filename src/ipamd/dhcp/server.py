@@ -19,9 +19,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import asyncpg
 import trio
 
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.codec import MalformedPacket, parse
 from ipamd.dhcp.committer import Committer
@@ -76,6 +76,7 @@ class DhcpServer:
         self.config = config
         self.counters = DhcpCounters()
         self.cache = LeaseCache()
+        self._db_log = Throttle(log)
         self.plans = PlanHolder(state.db, config.plan_refresh_seconds)
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
@@ -372,9 +373,10 @@ class DhcpServer:
             self.cache.begin_resync()
             try:
                 rows = await self.state.db.run(leasestore.load_live)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            except DB_ERRORS as error:
                 self.cache.abort_resync()
-                log.warning("lease resync failed: %s", error.__class__.__name__)
+                log_failure(self._db_log, error, "lease resync failed: %s",
+                            error.__class__.__name__)
                 continue
             self.cache.finish_resync(Lease(*row) for row in rows)
             for subnet_id in self.env.plan.subnets:

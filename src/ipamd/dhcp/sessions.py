@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.db.bridge import Database
+from ipamd.db.outage import is_connection_loss
 
 SESSION_SETTINGS = {
     "plan_cache_mode": "force_generic_plan",
@@ -51,8 +52,10 @@ class Connections:
         return _Borrowed(self)
 
     def give_back(self, conn: asyncpg.Connection, failed: bool) -> None:
-        # After a failure other than an SQL error (cancelled, connection lost) the session
-        # may be mid-statement: a fresh one is opened on the next acquire instead.
+        # After a failure other than an SQL error (cancelled, connection lost — which a
+        # server shutdown reports as an SQL error) the session may be mid-statement or dead:
+        # a fresh one is opened on the next acquire instead. Reusing it would fail the next
+        # batch with "cannot switch to state ...; another operation is in progress".
         if failed or self._closed or conn.is_closed() or conn.is_in_transaction():
             conn.terminate()
         else:
@@ -86,7 +89,9 @@ class _Borrowed:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self._conn is not None:
-            failed = kind is not None and not issubclass(kind, asyncpg.PostgresError)
+            failed = error is not None and (
+                not isinstance(error, asyncpg.PostgresError) or is_connection_loss(error)
+            )
             self._owner.give_back(self._conn, failed)
             self._conn = None
 
@@ -102,4 +107,4 @@ async def open_commit_db(db: Database, size: int) -> Database:
     connections = Connections(db.dsn)
     await db.run(_open, connections, size)
     pool: Any = connections  # used by Database exactly as it uses an asyncpg pool
-    return Database(pool, db.dsn)
+    return Database(pool, db.dsn, db.outage)  # one outage, one warning, whichever notices

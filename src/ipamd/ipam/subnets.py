@@ -93,6 +93,23 @@ def field_rules(s: dict[str, Any]) -> None:
         )
 
 
+async def _dns_server_exists(conn: asyncpg.Connection, server_id: uuid.UUID) -> bool:
+    """Whether a DNS server with this id exists.
+
+    No DNS server can exist yet: their table arrives with DNS updates (issue 13), and this
+    becomes a lookup in it, like the prefix's in ``_check_plan``.
+    """
+    del conn, server_id
+    return False
+
+
+async def _check_dns_server(conn: asyncpg.Connection, s: dict[str, Any]) -> None:
+    """A reference to a DNS server is refused, like any reference to something absent."""
+    server_id = s["ddns_server_id"]
+    if server_id is not None and not await _dns_server_exists(conn, server_id):
+        raise invalid("ddns_server_id", f"no DNS server with this id ({server_id})")
+
+
 async def _check_plan(
     conn: asyncpg.Connection, s: dict[str, Any], own: uuid.UUID | None
 ) -> None:
@@ -133,6 +150,7 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
         raise invalid("prefix_id", f"prefix {s['prefix_id']} does not exist")
     s["tenant_id"] = await tenant_for_create(conn, fields.get("tenant_id"), prefix_tenant)
     field_rules(s)
+    await _check_dns_server(conn, s)
     await _check_plan(conn, s, None)
     names = ["tenant_id", *UPDATABLE]
     markers = ", ".join(f"${i}" for i in range(1, len(names) + 1))
@@ -236,6 +254,8 @@ async def update(
         return before
     s = {**dict(current), **changes}
     field_rules(s)
+    if "ddns_server_id" in changes:
+        await _check_dns_server(conn, s)
     if "prefix_id" in changes or "cidr" in changes:
         await _check_plan(conn, s, subnet_id)
     if s["cidr"] != current["cidr"]:

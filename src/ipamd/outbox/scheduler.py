@@ -25,6 +25,7 @@ import asyncpg
 import trio
 
 from ipamd.config import OutboxConfig
+from ipamd.db.outage import DB_ERRORS, Throttle, is_connection_loss, log_failure
 from ipamd.outbox import client as http_client
 from ipamd.outbox import queue
 from ipamd.outbox.attempt import Attempt
@@ -77,6 +78,7 @@ class Scheduler:
         self.kinds = sorted(handlers)
         self.node = node_name(state)
         self.backoff = Backoff.from_config(self.config)
+        self._db_log = Throttle(log)
         # Claimed jobs in this process (running or waiting for a worker): a few per worker,
         # so claims come in batches under load instead of one row per freed worker. Bounded
         # so a claimed job still starts well within the claim timeout when every request
@@ -149,8 +151,10 @@ class Scheduler:
         try:
             return await handler(job)
         except Exception as error:
-            # A bug in one delivery must not stop the others: the row is retried.
-            log.exception("outbox %s delivery %s failed unexpectedly", job.kind, job.id)
+            # A bug in one delivery must not stop the others: the row is retried. A lost
+            # database is no bug: the Database's Outage says so once for everyone.
+            if not is_connection_loss(error):
+                log.exception("outbox %s delivery %s failed unexpectedly", job.kind, job.id)
             return Attempt(job, self.backoff).retry(f"internal error: {type(error).__name__}")
 
     async def recorder(self) -> None:
@@ -177,13 +181,13 @@ class Scheduler:
                     queue.record_outcomes, batch, self.config.max_attempts, self.node
                 )
                 break
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            except DB_ERRORS as error:
                 # Unrecorded outcomes are not lost work: their rows come back after the
                 # claim timeout and are delivered again (at least once).
                 if not tries_left:
                     raise
-                log.warning("outbox could not record %d outcomes (%s); retrying",
-                            len(batch), error)
+                log_failure(self._db_log, error, "outbox could not record %d outcomes (%s); "
+                            "retrying", len(batch), error)
                 await trio.sleep(0.5)
         for outcome in batch:
             self.in_flight.pop(outcome.job_id, None)
@@ -201,8 +205,8 @@ class Scheduler:
                 removed = await self.state.db.run(queue.purge, self.config.retention_days)
                 if removed:
                     log.info("outbox retention removed %d rows", removed)
-            except (OSError, asyncpg.PostgresError) as error:
-                log.warning("outbox retention sweep failed: %s", error)
+            except DB_ERRORS as error:
+                log_failure(self._db_log, error, "outbox retention sweep failed: %s", error)
             await trio.sleep(PURGE_INTERVAL_SECONDS)
 
     async def wind_down(self) -> None:

@@ -53,14 +53,6 @@ def check_topics(value: str) -> str:
     return topics.render(topics.parse(value))
 
 
-def check_name(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
 async def vet_host(hosts_file: str, url: str) -> None:
     """A name that resolves to a forbidden address is refused now (and at every delivery)."""
     target = _check_url(url)

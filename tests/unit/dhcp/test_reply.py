@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from ipamd.dhcp import options as o
+from ipamd.dhcp import plan, reply
 from ipamd.dhcp.codec import parse
 from ipamd.dhcp.destination import BROADCAST, destination
 from ipamd.dhcp.engine import decide
@@ -124,15 +127,57 @@ def test_maximum_message_size_bounds_the_reply() -> None:
     assert o.SUBNET_MASK in kept and o.LEASE_TIME in kept and o.SERVER_ID in kept
 
 
-def test_client_fqdn_is_answered_per_ddns() -> None:
-    asked = bytes((o.FQDN_S | o.FQDN_E, 0, 0)) + b"\x06laptop\x07example\x03com\x00"
-    no_ddns = _offer(_env(), request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: asked}))
-    flags = no_ddns.options[o.FQDN][0]
-    assert flags & o.FQDN_N and flags & o.FQDN_O and not flags & o.FQDN_S
-    with_ddns = _offer(_env(ddns_adapter="embedded"),
-                       request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: asked}))
-    flags = with_ddns.options[o.FQDN][0]
-    assert flags & o.FQDN_S and not flags & o.FQDN_N and flags & o.FQDN_E
+FQDN_ASKED_S = bytes((o.FQDN_S | o.FQDN_E, 0, 0)) + b"\x06laptop\x07example\x03com\x00"
+
+
+@pytest.mark.parametrize("adapter", ["none", "embedded", "bind_tsig", "powerdns_http",
+                                     "ad_gsstsig"])
+def test_client_fqdn_says_no_update_is_done_whatever_the_adapter(adapter: str) -> None:
+    # Nothing performs DNS updates yet: a configured adapter must not make the reply lie.
+    offer = _offer(_env(ddns_adapter=adapter),
+                   request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: FQDN_ASKED_S}))
+    raw = offer.options[o.FQDN]
+    flags = raw[0]
+    assert flags & o.FQDN_N and not flags & o.FQDN_S  # no update at all, so S must be 0
+    assert flags & o.FQDN_O  # the client asked S=1: overridden
+    assert flags & o.FQDN_E  # the client's encoding kept
+    assert raw[1:3] == b"\xff\xff"  # RCODE1/2 = 255 from a server (RFC 4702 §2.2)
+    assert raw[3:] == FQDN_ASKED_S[3:]
+
+
+def test_client_fqdn_without_s_is_not_overridden() -> None:
+    asked = bytes((o.FQDN_E, 0, 0)) + b"\x06laptop\x00"
+    offer = _offer(_env(ddns_adapter="embedded"),
+                   request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: asked}))
+    flags = offer.options[o.FQDN][0]
+    assert flags & o.FQDN_N and not flags & (o.FQDN_S | o.FQDN_O)
+
+
+@pytest.mark.parametrize(
+    ("client", "updates", "expected"),
+    [
+        (0, False, o.FQDN_N),
+        (o.FQDN_S, False, o.FQDN_N | o.FQDN_O),
+        (o.FQDN_N, False, o.FQDN_N),
+        (o.FQDN_S | o.FQDN_E, False, o.FQDN_N | o.FQDN_O | o.FQDN_E),
+        (0, True, o.FQDN_S | o.FQDN_O),
+        (o.FQDN_S, True, o.FQDN_S),
+        (o.FQDN_E, True, o.FQDN_S | o.FQDN_O | o.FQDN_E),
+    ],
+)
+def test_fqdn_flags_truth_table(client: int, updates: bool, expected: int) -> None:
+    flags = reply.fqdn_flags(client, updates)
+    assert flags == expected
+    assert not (flags & o.FQDN_N and flags & o.FQDN_S)  # RFC 4702 §2.1: N=1 forces S=0
+
+
+def test_the_predicate_drives_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    # When an adapter performs updates (issue 13), the same code answers S=1, N=0.
+    monkeypatch.setattr(plan, "DNS_UPDATE_ADAPTERS", frozenset({"embedded"}))
+    offer = _offer(_env(ddns_adapter="embedded"),
+                   request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: FQDN_ASKED_S}))
+    flags = offer.options[o.FQDN][0]
+    assert flags & o.FQDN_S and not flags & (o.FQDN_N | o.FQDN_O)
 
 
 def test_reservation_hostname_is_sent_when_asked() -> None:

@@ -22,6 +22,7 @@ from quart import Response
 
 from ipamd.api import paging
 from ipamd.api.errors import bad_request
+from ipamd.api.instant import in_range
 from ipamd.api.router import Query, RequestContext, Router
 from ipamd.api.schemas import Page
 from ipamd.core import identifiers, jsonutil
@@ -145,9 +146,15 @@ def parse_time(name: str, text: str, zone: zoneinfo.ZoneInfo | None) -> dt.datet
         # An ambiguous local time (DST fall-back) is read as its first occurrence.
         parsed = parsed.replace(tzinfo=zone or dt.UTC)
     try:
-        return parsed.astimezone(dt.UTC)
-    except OverflowError:  # 0001-01-01T00:00+01:00 is before the first representable UTC time
-        raise bad_request(f"{name}: {text!r} is out of range") from None
+        moment = in_range(parsed)
+        if zone is not None:
+            moment.astimezone(zone)  # the answer shows it in tz: that must exist too
+    except (ValueError, OverflowError):  # 0001-01-01T00:00+01:00 is before the first UTC time
+        raise bad_request(
+            f"{name}: {text!r} is out of range (must fall between 0001-01-01 and 9999-12-31 "
+            "in UTC and in tz)"
+        ) from None
+    return moment
 
 
 def parse_mac(text: str) -> str:

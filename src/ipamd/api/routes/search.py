@@ -45,7 +45,7 @@ async def search_all(ctx: RequestContext) -> dict[str, Any]:
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [int, int, uuid.UUID])
     if after is not None and not (0 <= after[0] < 10_000 and 0 <= after[1] < len(search.KINDS)):
-        raise bad_request("cursor is not valid (take it from next_cursor)")
+        raise bad_request("invalid cursor (take it from next_cursor)")
     hits = await ctx.run(search.run, terms, after, limit)
     page = paging.page(hits, limit, key=lambda h: h["_key"])
     for hit in page["items"]:

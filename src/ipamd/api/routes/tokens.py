@@ -11,6 +11,7 @@ from ipamd.api import paging
 from ipamd.api.errors import ApiError
 from ipamd.api.instant import Instant
 from ipamd.api.router import Body, Reply, RequestContext, Role, Router
+from ipamd.api.routes.ipam_fields import Name
 from ipamd.api.schemas import Page, TokenCreated, TokenOut
 from ipamd.ipam import tokens
 from ipamd.state import AppState
@@ -19,7 +20,8 @@ router = Router("tokens")
 
 
 class TokenCreate(Body):
-    name: str = Field(min_length=1, max_length=100, description="what the token is for")
+    # The same rule as tenant and other names: printable, no control characters.
+    name: Name = Field(description="what the token is for")
     role: Role = Field(description="admin, operator or viewer")
     expires_at: Instant | None = Field(
         default=None, description="RFC 3339 time after which the token stops working"

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes.ipam_fields import Name
 from ipamd.api.schemas import Page
 from ipamd.outbox import webhooks
 
@@ -19,11 +20,6 @@ router = Router("webhooks")
 
 class _WebhookChecks(Body):
     """The field rules (outbox.webhooks) for create and update; a field left out is not checked."""
-
-    @field_validator("name", check_fields=False)
-    @classmethod
-    def _check_name(cls, value: str | None) -> str | None:
-        return None if value is None else webhooks.check_name(value)
 
     @field_validator("url", check_fields=False)
     @classmethod
@@ -42,7 +38,7 @@ class _WebhookChecks(Body):
 
 
 class WebhookCreate(_WebhookChecks):
-    name: str = Field(min_length=1, max_length=100, description="a label for people")
+    name: Name = Field(description="a label for people")
     url: str = Field(
         min_length=1, max_length=2048,
         description="https URL of the receiver; plain http only for localhost",
@@ -63,7 +59,7 @@ class WebhookCreate(_WebhookChecks):
 class WebhookUpdate(_WebhookChecks):
     """Only the fields given change; previous_secret_ref: null ends a rotation."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Name | None = None
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     secret_ref: str | None = None
     previous_secret_ref: str | None = None
