@@ -13,11 +13,12 @@ import pytest
 from pydantic import ValidationError
 
 from ipamd.api import paging, untrusted
-from ipamd.api.errors import ApiError, from_validation
+from ipamd.api.errors import ApiError, from_domain, from_validation
 from ipamd.api.instant import parse_rfc3339
 from ipamd.api.routes.history import parse_time
 from ipamd.api.routes.tenants import TenantCreate, TenantQuery
 from ipamd.api.routes.tokens import TokenCreate
+from ipamd.core.errors import DomainError
 
 
 def _refused(data: bytes | str) -> untrusted.Refused:
@@ -127,13 +128,22 @@ def test_instants_at_the_edge_are_kept_in_utc() -> None:
     assert value == dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
 
 
+def _as_api(error: BaseException) -> ApiError:
+    """What the client sees: domain refusals pass through the API's one mapping."""
+    return from_domain(error) if isinstance(error, DomainError) else error  # type: ignore[return-value]
+
+
+REFUSED = (ApiError, DomainError)
+
+
 def test_history_times_out_of_range_in_the_answer_zone_are_400() -> None:
     import zoneinfo
 
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(REFUSED) as caught:
         parse_time("at", "9999-12-31T23:00:00Z", zoneinfo.ZoneInfo("Pacific/Kiritimati"))
-    assert caught.value.status == 400 and "out of range" in caught.value.message
-    with pytest.raises(ApiError):
+    refused = _as_api(caught.value)
+    assert refused.status == 400 and "out of range" in refused.message
+    with pytest.raises(REFUSED):
         parse_time("at", "0001-01-01T00:00", zoneinfo.ZoneInfo("Asia/Tokyo"))
 
 
@@ -162,10 +172,11 @@ FORGED = [
 
 @pytest.mark.parametrize("cursor", FORGED)
 def test_forged_history_cursors_are_400(cursor: str) -> None:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(REFUSED) as caught:
         paging.decode_cursor(cursor, [dt.datetime, int])
-    assert caught.value.status == 400 and caught.value.code == "bad_request"
-    assert "invalid cursor" in caught.value.message
+    refused = _as_api(caught.value)
+    assert refused.status == 400 and refused.code == "bad_request"
+    assert "invalid cursor" in refused.message
 
 
 def test_forged_uuid_and_text_cursors_are_400() -> None:
@@ -174,8 +185,9 @@ def test_forged_uuid_and_text_cursors_are_400() -> None:
         (b'["10.0.0.256"]', [ipaddress.IPv4Address]), (b'[["10.0.0.1"]]', [ipaddress.IPv4Address]),
     ]
     for raw, types in cases:
-        with pytest.raises(ApiError):
+        with pytest.raises(REFUSED) as caught:
             paging.decode_cursor(_cursor(raw), types)
+        assert _as_api(caught.value).status == 400
 
 
 def test_a_real_cursor_round_trips() -> None:
