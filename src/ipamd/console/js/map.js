@@ -120,7 +120,7 @@ function blocksView(model, onOpen) {
 
 function localInputValue(date) {
   const pad = (n) => String(n).padStart(2, "0");
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
 const WEEK_MINUTES = 7 * 24 * 60;
@@ -130,7 +130,7 @@ export function addressMap(subnetId) {
   const body = h("div", { class: "map-body" });
   const info = h("div", { class: "map-info", role: "status", "aria-live": "polite" }, "Point at an address to see who holds it.");
   const asOfLabel = h("span", { class: "as-of-label", "data-testid": "as-of" }, "now");
-  const picker = h("input", { id: "map-at", type: "datetime-local", step: 60 });
+  const picker = h("input", { id: "map-at", type: "datetime-local", step: 1 });
   const slider = h("input", { id: "map-slider", type: "range", min: 0, max: WEEK_MINUTES, step: 15, value: WEEK_MINUTES, "aria-valuetext": "now" });
   const nowButton = h("button", { type: "button", class: "button small" }, "Now");
   let block = null;

@@ -176,8 +176,10 @@ function optionForm(subnetId, onDone, onCancel) {
       onSubmit: async (v) => {
         try { await post(`/subnets/${subnetId}/options`, toBody(v)); }
         catch (error) {
-          // The API names payload.addresses etc.; show them at the field of the same name.
-          if (error.status === 422) error.message = error.message.replace(/payload\./g, "");
+          // The API names the payload; this form shows the payload as its first field.
+          if (error.status === 422 && k !== "other") {
+            error.message = error.message.replace(/(^|; )payload(\.\w+)?:/g, `$1${fields[0].name}:`);
+          }
           throw error;
         }
         await onDone();
@@ -231,7 +233,7 @@ async function subnetPage(view, { args }) {
     try { const r = await get(`/subnets/${id}/next-free-ip`); nextFree.textContent = r.ip ?? "none free"; }
     catch (e) { nextFree.textContent = e.message; }
   } }, "Next free IP"), " ", nextFree);
-  get(`/subnets/${id}/utilisation`).then((u) => usage.prepend(bar(u.percent_used, s.cidr),
+  get(`/subnets/${id}/utilisation`).then((u) => usage.querySelector("h2").after(bar(u.percent_used, s.cidr),
     h("dl", { class: "stats" }, ["size", "used", "free", "leased", "reserved", "assigned", "excluded"].map((k) => [h("dt", {}, k), h("dd", {}, String(u[k]))])))).catch((e) => usage.append(errorBox(e)));
   top.append(fields, usage);
 
