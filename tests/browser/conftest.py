@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from ipamd import runtime
-from tests.browser.harness import BrowserThread, chromium_available
 from ipamd.dhcp import options as o
+from tests.browser.harness import BrowserThread, chromium_available
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket
 from tests.unit.dhcp.packets import mac_bytes, request
 

@@ -51,7 +51,7 @@ async def test_subnet_children_forms(appliance: runtime.Running, tokens: dict, p
     def drive(v: Visit) -> None:
         page = v.page
         v.go(f"#/subnets/{sid}")
-        for heading, text in (("Pools", "dyn"), ("Excludes", "127.77.0.200 – 127.77.0.209"),
+        for heading, text in (("Pools", "dyn"), ("Excludes", "127.77.0.200 \u2013 127.77.0.209"),
                               ("Reservations", "reserved-host"), ("Assignments", "printer"),
                               ("Options", "127.77.0.53")):
             sec = page.locator("section", has=page.get_by_role("heading", name=heading, exact=True))

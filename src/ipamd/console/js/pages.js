@@ -306,7 +306,8 @@ async function leases(view, { params }) {
   const f = filterForm(filters, params, "#/leases");
   f.classList.add("filters");
   const message = h("div");
-  const p = Object.fromEntries([...params].filter(([k]) => filters.some((x) => x.name === k)));
+  // limit (page size) is honoured from the link too: #/leases?limit=100
+  const p = Object.fromEntries([...params].filter(([k]) => k === "limit" || filters.some((x) => x.name === k)));
   const table = pagedTable({
     columns: [
       { label: "IP", value: (l) => l.ip }, { label: "State", value: (l) => badge(l.state) },
