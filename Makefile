@@ -12,7 +12,7 @@ RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
-.PHONY: run test lint bench clean image system-run system-test system-bench venv
+.PHONY: run test lint bench clean image system-run system-test system-bench venv console-vendor
 
 venv: $(BIN)/.installed
 
@@ -65,3 +65,13 @@ image: venv
 clean:
 	rm -rf $(VENV) var build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The browser tests' axe-core, pinned; `npm pack` verifies nothing itself, so check the hash.
+AXE_VERSION := 4.14.1
+AXE_INTEGRITY := sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==
+console-vendor:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
+	got="sha512-$$(openssl dgst -sha512 -binary axe-core-$(AXE_VERSION).tgz | base64 -w0)" && \
+	test "$$got" = "$(AXE_INTEGRITY)" && tar xzf axe-core-$(AXE_VERSION).tgz && \
+	cp package/axe.min.js $(CURDIR)/tests/browser/vendor/axe.min.js && \
+	cp package/LICENSE $(CURDIR)/tests/browser/vendor/axe-core.LICENSE && rm -rf $$tmp
