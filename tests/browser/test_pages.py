@@ -149,3 +149,50 @@ async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, p
         assert v.dialogs == []
 
     await browser.run(base, drive, token=tokens["viewer"])
+
+
+async def test_prefix_and_subnet_forms(appliance: runtime.Running, tokens: dict,
+                                       browser: BrowserThread, base: str) -> None:
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go("#/prefixes")
+        page.get_by_role("button", name="New prefix").click()
+        page.get_by_label("CIDR").fill("10.50.0.0/33")
+        page.get_by_role("button", name="Create prefix").click()
+        expect(page.locator(".field[data-field=cidr] .field-error")).not_to_be_empty()
+        page.get_by_label("CIDR").fill("10.50.0.0/16")
+        page.get_by_label("Description").fill("campus")
+        page.get_by_role("button", name="Create prefix").click()
+        expect(page.get_by_text("10.50.0.0/16")).to_be_visible()
+        page.get_by_role("button", name="Edit prefix 10.50.0.0/16").click()
+        page.get_by_label("Description").fill("campus north")
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_text("— campus north")).to_be_visible()
+
+        page.get_by_text("10.50.0.0/16").click()
+        page.get_by_role("button", name="New subnet in 10.50.0.0/16").click()
+        page.get_by_label("CIDR").fill("10.50.3.0/24")
+        page.get_by_label("Name", exact=True).fill("lab-b")
+        page.get_by_label("Gateway").fill("10.50.3.1")
+        page.get_by_label("PXE next server").fill("10.50.3.5")
+        page.get_by_label("PXE boot file").fill("pxelinux.0")
+        page.get_by_label("NTP servers (comma separated)").fill("10.50.3.6, 10.50.3.7")
+        page.get_by_role("button", name="Create subnet").click()
+        expect(page.get_by_role("heading", name="Subnet 10.50.3.0/24 — lab-b")).to_be_visible()
+        expect(page.locator("dd", has_text="pxelinux.0")).to_be_visible()
+        expect(page.locator("dd", has_text="10.50.3.6, 10.50.3.7")).to_be_visible()
+        page.get_by_role("button", name="Edit subnet").click()
+        page.get_by_label("Lease time (seconds)").fill("600")
+        page.get_by_label("DHCP enabled").uncheck()
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("dd", has_text="600")).to_be_visible()
+        expect(page.locator("dl.kv dd").nth(5)).to_have_text("no")
+        page.get_by_role("button", name="Delete subnet").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+        expect(page.get_by_role("heading", name="Prefixes and subnets")).to_be_visible()
+        page.get_by_role("button", name="Delete prefix 10.50.0.0/16").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+        expect(page.locator(".alert.ok")).to_have_text("prefix deleted.")
+        expect(page.get_by_text("10.50.0.0/16")).to_have_count(0)
+
+    await browser.run(base, drive, token=tokens["operator"])

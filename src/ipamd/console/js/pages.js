@@ -413,6 +413,8 @@ async function history(view, { params }) {
 
 // ---- Work (outbox) -----------------------------------------------------------------------
 
+const target = (r) => r.target || (r.webhook_id ? `webhook ${r.webhook_id}` : "—");
+
 async function work(view, { params }) {
   const kind = params.get("kind") || "webhook";
   const state = params.get("state") || "";
@@ -425,7 +427,7 @@ async function work(view, { params }) {
   const table = pagedTable({
     columns: [
       { label: "Created", value: (r) => fmtTime(r.created_at) }, { label: "Topic", value: (r) => r.topic },
-      { label: "Target", value: (r) => dash(r.target) }, { label: "State", value: (r) => badge(r.state) },
+      { label: "Target", value: target }, { label: "State", value: (r) => badge(r.state) },
       { label: "Attempts", value: (r) => String(r.attempts) },
       { label: "Last result", value: (r) => dash(r.last_error || r.last_status) },
       { label: "Actions", value: (r) => h("div", { class: "row-actions" },
@@ -451,7 +453,7 @@ async function showAttempts(id, slot) {
   clear(slot);
   try {
     const d = await get(`/outbox/${id}`);
-    slot.append(section(`Attempts of ${d.topic} → ${d.target || ""}`, h("table", { class: "table" },
+    slot.append(section(`Attempts of ${d.topic} → ${target(d)}`, h("table", { class: "table" },
       h("thead", {}, h("tr", {}, ["#", "At", "Duration", "Status", "Error", "Response"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, (d.history || []).map((a) => h("tr", {}, h("td", {}, String(a.attempt)), h("td", {}, fmtTime(a.at)),
         h("td", {}, `${a.duration_ms} ms`), h("td", {}, dash(a.status)), h("td", {}, dash(a.error)), h("td", {}, h("code", {}, dash(a.response))))))),
@@ -497,8 +499,12 @@ function diff(before, after) {
   const show = (v) => (v === undefined ? "" : JSON.stringify(v));
   const rows = keys.filter((k) => show(before?.[k]) !== show(after?.[k]) || !before || !after);
   if (!rows.length) return h("span", { class: "muted" }, "no field changed");
-  return h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"), h("th", { scope: "col" }, "before"), h("th", { scope: "col" }, "after"))),
-    h("tbody", {}, rows.map((k) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "del" }, show(before?.[k])), h("td", { class: "ins" }, show(after?.[k]))))));
+  // A creation has no "before" and a deletion no "after": show only the side that exists.
+  const sides = [before && ["before", "del", before], after && ["after", "ins", after]].filter(Boolean);
+  return h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"),
+    sides.map(([label]) => h("th", { scope: "col" }, label)))),
+  h("tbody", {}, rows.map((k) => h("tr", {}, h("th", { scope: "row" }, k),
+    sides.map(([, cls, side]) => h("td", { class: cls }, show(side[k])))))));
 }
 
 async function audit(view, { params }) {

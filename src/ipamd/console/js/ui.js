@@ -152,7 +152,11 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
         return;
       }
       if (initial) {
-        if (!same(v === undefined ? null : v, initial[field.name])) values[field.name] = v === undefined ? null : v;
+        // An emptied field: null where the API allows it, else an empty string (numbers: unset).
+        const empty = { number: undefined, list: [] }[field.type];
+        const value = v !== undefined ? v : field.type in { number: 1, list: 1 } ? empty : "";
+        const was = initial[field.name] ?? (field.type === "number" || field.nullable ? null : "");
+        if (value !== undefined && !same(value, was)) values[field.name] = value;
       } else if (v !== undefined) {
         values[field.name] = v;
       }
