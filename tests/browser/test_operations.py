@@ -104,7 +104,19 @@ async def test_search_shortcut_and_history_csv(appliance: runtime.Running, token
             page.get_by_role("button", name="Download CSV").click()
         download = got.value
         assert download.suggested_filename == "history.csv"
-        return Path(download.path()).read_text()
+        csv = Path(download.path()).read_text()
+        # A range in another time zone: the same occupancy, the times shown as given.
+        page.get_by_label("At a moment (local time)").fill("")
+        page.get_by_label("Or from").fill("2020-01-01T00:00")
+        page.get_by_label("to", exact=True).fill("2099-01-01T00:00")
+        page.get_by_label("Time zone").fill("Europe/Paris")
+        page.get_by_role("button", name="Search history").click()
+        assert "tz=Europe%2FParis" in page.url and "from=2020-01-01T00%3A00" in page.url
+        expect(results.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
+        page.get_by_label("Time zone").fill("Mars/Olympus")
+        page.get_by_role("button", name="Search history").click()
+        expect(page.get_by_role("alert")).to_contain_text("unknown time zone")
+        return csv
 
     csv = await browser.run(base, drive, token=tokens["viewer"])
     lines = csv.strip().splitlines()

@@ -229,6 +229,8 @@ async function subnetPage(view, { args }) {
   }
   const usage = section("Utilisation");
   const nextFree = h("output", { "data-testid": "next-free" });
+  usage.append(h("p", {}, link(`#/leases?subnet_id=${id}`, "Leases in this subnet"), " · ",
+    link(`#/audit?object_id=${id}`, "Audit of this subnet")));
   usage.append(h("button", { type: "button", class: "button small", onclick: async () => {
     try { const r = await get(`/subnets/${id}/next-free-ip`); nextFree.textContent = r.ip ?? "none free"; }
     catch (e) { nextFree.textContent = e.message; }
