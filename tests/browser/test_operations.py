@@ -46,6 +46,10 @@ async def test_leases_filter_page_and_release(appliance: runtime.Running, tokens
         expect(page.get_by_role("button", name="Load more")).to_be_hidden()
         expect(page.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
         shot(page, "leases")
+        page.get_by_label("Subnet", exact=True).select_option(label="127.77.0.0/24 lab-a")
+        page.get_by_role("button", name="Apply filters").click()
+        expect(rows).to_have_count(2)
+        assert f"subnet_id={plan['subnet']['id']}" in page.url
         page.get_by_label("Hostname").fill("beta")
         page.get_by_role("button", name="Apply filters").click()
         expect(rows).to_have_count(1)

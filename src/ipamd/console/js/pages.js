@@ -300,8 +300,16 @@ function filterForm(fields, params, target) {
 
 async function leases(view, { params }) {
   view.append(h("h1", {}, "Leases"));
+  // The subnet filter lists the first 200 subnets; a deep link to any other still works.
+  let subnetFilter = { name: "subnet_id", label: "Subnet id" };
+  try {
+    const page = await get("/subnets", { limit: 200 });
+    const options = [["", "any"], ...page.items.map((x) => [x.id, x.name ? `${x.cidr} ${x.name}` : x.cidr])];
+    const wanted = params.get("subnet_id");
+    if (!wanted || options.some(([v]) => v === wanted)) subnetFilter = { name: "subnet_id", label: "Subnet", type: "select", options };
+  } catch { /* the text field stays */ }
   const filters = [
-    { name: "subnet_id", label: "Subnet id" },
+    subnetFilter,
     { name: "state", label: "State", type: "select", options: [["", "any"], "offered", "active", "released", "expired", "declined"] },
     { name: "ip", label: "IP" }, { name: "mac", label: "MAC" }, { name: "hostname", label: "Hostname" },
   ];
