@@ -63,3 +63,21 @@ def test_console_can_be_switched_off(tmp_path) -> None:
     config = make_config("postgresql:///unused")
     app = create_app(AppState(config=config, db=None))  # type: ignore[arg-type]
     assert any(r.rule == "/" for r in app.url_map.iter_rules())
+
+
+async def test_whoami(appliance: runtime.Running) -> None:
+    base = appliance.url("http") + "/api/v1"
+    async with httpx.AsyncClient(base_url=base) as client:
+        # Before the first token: the host itself is admin (the console offers the bootstrap).
+        before = await client.get("/whoami")
+        assert before.status_code == 200
+        assert before.json() == {"token_id": None, "name": None, "role": "admin",
+                                 "loopback": True, "bootstrap": True}
+        made = (await client.post("/tokens", json={"name": "ops", "role": "operator"})).json()
+        me = await client.get("/whoami", headers={"Authorization": f"Bearer {made['token']}"})
+        assert me.json() == {"token_id": made["id"], "name": "ops", "role": "operator",
+                             "loopback": True, "bootstrap": False}
+        assert (await client.get("/whoami")).status_code == 401
+    public = next(b for b in appliance.binds if b.startswith("https://"))
+    async with httpx.AsyncClient(base_url=public + "/api/v1", verify=False) as client:
+        assert (await client.get("/whoami")).status_code == 401
