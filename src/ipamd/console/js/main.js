@@ -30,6 +30,7 @@ function parseHash() {
 function signOut(message) {
   session.token = null;
   session.me = null;
+  mainEl = null;
   showSignIn(message);
 }
 

@@ -402,7 +402,8 @@ async function history(view, { params }) {
   const result = h("div");
   const download = h("button", { type: "button", class: "button", onclick: async () => {
     try {
-      const response = await call("GET", `/history${query({ ...q, format: "csv", limit: 1000 })}`, undefined, { raw: true });
+      // No limit: the API streams the whole answer as one CSV.
+      const response = await call("GET", `/history${query({ ...q, format: "csv" })}`, undefined, { raw: true });
       const blob = await response.blob();
       const url = URL.createObjectURL(blob);
       const a = h("a", { href: url, download: "history.csv", hidden: true });
