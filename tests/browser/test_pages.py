@@ -146,6 +146,11 @@ async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, p
         shot(page, "subnet-as-of")
         page.get_by_role("button", name="Now").click()
         expect(cell).to_have_attribute("data-state", "leased")
+        # From a cell to who held it: the history of that address.
+        cell.click()
+        page.get_by_role("link", name=f"History of {leased}").click()
+        expect(page.get_by_role("heading", name="History")).to_be_visible()
+        expect(page.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
         assert v.dialogs == []
 
     await browser.run(base, drive, token=tokens["viewer"])

@@ -80,7 +80,10 @@ function cellsView(model, from, count, info) {
   grid.append(frag);
   const show = (e) => {
     const cell = e.target.closest("[data-i]");
-    if (cell) info.textContent = describe(model, Number(cell.dataset.i));
+    if (!cell) return;
+    const ip = intToIp(model.base + Number(cell.dataset.i));
+    info.replaceChildren(h("span", {}, describe(model, Number(cell.dataset.i))), " ",
+      h("a", { href: `#/history?ip=${ip}` }, `History of ${ip}`));
   };
   grid.addEventListener("mouseover", show);
   grid.addEventListener("focusin", show);

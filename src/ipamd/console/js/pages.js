@@ -322,7 +322,7 @@ async function leases(view, { params }) {
   const p = Object.fromEntries([...params].filter(([k]) => k === "limit" || filters.some((x) => x.name === k)));
   const table = pagedTable({
     columns: [
-      { label: "IP", value: (l) => l.ip }, { label: "State", value: (l) => badge(l.state) },
+      { label: "IP", value: (l) => link(`#/history?ip=${l.ip}`, l.ip) }, { label: "State", value: (l) => badge(l.state) },
       { label: "MAC", value: (l) => dash(l.mac) }, { label: "Hostname", value: (l) => dash(l.hostname) },
       { label: "Subnet", value: (l) => link(`#/subnets/${l.subnet_id}`, "subnet") },
       { label: "Expires", value: (l) => fmtTime(l.expires_at) },
