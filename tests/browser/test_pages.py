@@ -60,6 +60,16 @@ async def test_subnet_children_forms(appliance: runtime.Running, tokens: dict, p
         page.get_by_role("button", name="Next free IP").click()
         expect(page.get_by_test_id("next-free")).to_have_text(re.compile(r"^127\.77\.0\.\d+$"))
 
+        pools = page.locator("section", has=page.get_by_role("heading", name="Pools"))
+        pools.get_by_role("button", name="New pool").click()
+        pools.get_by_label("Name").fill("phones-pool")
+        pools.get_by_label("First address").fill("127.77.0.70")
+        pools.get_by_label("Last address").fill("127.77.0.79")
+        pools.get_by_label("Client class").select_option(label="phones (vendor_class polycom)")
+        pools.get_by_role("button", name="Create pool").click()
+        row = pools.get_by_role("row", name="phones-pool")
+        expect(row.get_by_role("cell", name="phones (vendor_class polycom)", exact=True)).to_be_visible()
+
         res = page.locator("section", has=page.get_by_role("heading", name="Reservations"))
         res.get_by_role("button", name="New reservation").click()
         res.get_by_label("IP (empty: next free)").fill("127.77.0.999")

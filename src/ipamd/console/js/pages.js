@@ -8,7 +8,21 @@ import {
 } from "./ui.js";
 
 const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
-const tenantField = { name: "tenant_id", label: "Tenant id (empty: default tenant)", type: "text", nullable: true };
+let tenantField = { name: "tenant_id", label: "Tenant id (empty: default tenant)", type: "text", nullable: true };
+
+// Pickers from the first 200 rows of a list; the raw-id text field stays when the list fails.
+async function picker(path, field, label, empty, name) {
+  try {
+    const page = await get(path, { limit: 200 });
+    return { name: field, label, type: "select", nullable: true,
+      options: [["", empty], ...page.items.map((x) => [x.id, name(x)])] };
+  } catch {
+    return null;
+  }
+}
+async function loadTenantField() {
+  tenantField = (await picker("/tenants", "tenant_id", "Tenant", "default tenant", (t) => t.name)) || tenantField;
+}
 const code = (text) => h("code", {}, text ?? "");
 const dash = (v) => (v === null || v === undefined || v === "" ? "—" : String(v));
 
@@ -118,6 +132,7 @@ function subnetList(prefix) {
 
 async function prefixes(view) {
   view.append(h("h1", {}, "Prefixes and subnets"));
+  if (can("operator")) await loadTenantField();
   const sec = crudSection({
     title: "Prefixes", noun: "prefix",
     fields: [{ name: "cidr", label: "CIDR", required: true, placeholder: "10.0.0.0/8" },
@@ -246,6 +261,9 @@ async function subnetPage(view, { args }) {
   map.append(mapView);
   view.append(map);
 
+  const classField = (await picker("/client-classes", "class_id", "Client class", "any client", (c) => `${c.name} (${c.match} ${c.value})`))
+    || { name: "class_id", label: "Client class id", nullable: true };
+  const className = new Map((classField.options || []).slice(1));
   const child = (title, noun, path, itemPath, columns, createFields, editFields) => crudSection({
     title, noun, columns, fields: createFields, editFields,
     list: pageOf(`/subnets/${id}/${path}`),
@@ -256,8 +274,8 @@ async function subnetPage(view, { args }) {
   });
   const sections = [
     child("Pools", "pool", "pools", "pools",
-      [{ label: "Name", value: (p) => p.name }, { label: "Range", value: (p) => `${p.start_ip} – ${p.end_ip}` }, { label: "Size", value: (p) => String(p.size) }, { label: "Client class", value: (p) => dash(p.class_id) }],
-      [{ name: "name", label: "Name", required: true }, { name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }, { name: "class_id", label: "Client class id", nullable: true }]),
+      [{ label: "Name", value: (p) => p.name }, { label: "Range", value: (p) => `${p.start_ip} – ${p.end_ip}` }, { label: "Size", value: (p) => String(p.size) }, { label: "Client class", value: (p) => (p.class_id ? className.get(p.class_id) || p.class_id : "any") }],
+      [{ name: "name", label: "Name", required: true }, { name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }, classField]),
     child("Excludes", "exclude", "excludes", "excludes",
       [{ label: "Range", value: (x) => `${x.start_ip} – ${x.end_ip}` }, { label: "Size", value: (x) => String(x.size) }],
       [{ name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }]),
