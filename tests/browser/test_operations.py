@@ -207,6 +207,7 @@ async def test_admin_and_reference_pages(appliance: runtime.Running, tokens: dic
         expect(page.get_by_role("heading", name="Audit")).to_be_visible()
         expect(page.locator("table.diff").first).to_be_visible()
         expect(page.locator("table.diff td.ins", has_text='"ci robot"').first).to_be_visible()
+        expect(page.get_by_role("cell", name="admin (token)", exact=True).first).to_be_visible()
         shot(page, "audit")
 
         v.go("#/client-classes")

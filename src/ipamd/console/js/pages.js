@@ -544,8 +544,17 @@ async function audit(view, { params }) {
   const f = filterForm(filters, params, "#/audit");
   f.classList.add("filters");
   const p = Object.fromEntries([...params].filter(([k]) => filters.some((x) => x.name === k)));
+  // Admins may read tokens: show an actor "token:<id>" with the token's name.
+  const names = new Map();
+  if (can("admin")) {
+    try {
+      const page = await get("/tokens", { limit: 1000, include_revoked: true });
+      for (const t of page.items) names.set(`token:${t.id}`, t.name);
+    } catch { /* ids stay as they are */ }
+  }
+  const actor = (a) => (names.has(a.actor) ? h("span", { title: a.actor }, `${names.get(a.actor)} (token)`) : a.actor);
   const table = pagedTable({
-    columns: [{ label: "At", value: (a) => fmtTime(a.at) }, { label: "Actor", value: (a) => a.actor }, { label: "Action", value: (a) => a.action },
+    columns: [{ label: "At", value: (a) => fmtTime(a.at) }, { label: "Actor", value: actor }, { label: "Action", value: (a) => a.action },
       { label: "Object", value: (a) => `${a.object_type} ${a.object_id || ""}` }, { label: "Change", value: (a) => diff(a.before, a.after) }],
     load: pageOf("/audit", p), empty: "No audit entry matches.",
   });
