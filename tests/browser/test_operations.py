@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from ipamd import runtime
 from tests.browser.conftest import XSS_HOSTNAME
 from tests.browser.harness import BrowserThread, Visit, shot
+from tests.browser.test_quality import axe_source, axe_violations
 from tests.integration.dhcp.harness import dhcp_section
 from tests.integration.outbox import conftest as outbox
 from tests.integration.outbox.conftest import fast_outbox, make_hook, wait_rows
@@ -36,8 +37,11 @@ async def test_leases_filter_page_and_release(appliance: runtime.Running, tokens
                                               viewer: httpx.AsyncClient) -> None:
     beta = plan["beta_ip"]
 
+    source = axe_source()
+
     def drive(v: Visit) -> None:
         page = v.page
+        page.add_init_script(source)
         v.go("#/leases?limit=1")  # one a page: the second comes with next_cursor
         rows = page.locator("table.table tbody tr")
         expect(rows).to_have_count(1)
@@ -57,6 +61,8 @@ async def test_leases_filter_page_and_release(appliance: runtime.Running, tokens
         page.get_by_role("button", name=f"Release {beta}").click()
         dialog = page.get_by_role("dialog")
         expect(dialog).to_contain_text(f"Force release of {beta} (beta)?")
+        assert axe_violations(page) == []  # the modal confirmation too
+        shot(page, "lease-release-confirm")
         dialog.get_by_role("button", name="Cancel").click()
         expect(rows.first.locator(".badge")).to_have_text("active")
         page.get_by_role("button", name=f"Release {beta}").click()

@@ -23,7 +23,7 @@ AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
 XSS_TEXT = '<script>window.__pwned = 1</script><b onmouseover="alert(2)">x</b>'
 
 
-def _axe_source() -> str:
+def axe_source() -> str:
     data = AXE.read_bytes()
     assert hashlib.sha256(data).hexdigest() == AXE_SHA256, "tests/browser/vendor/axe.min.js changed"
     return data.decode()
@@ -37,7 +37,7 @@ def _own(base: str, url: str) -> bool:
     return parts.path.startswith("/api/v1/") or parts.path in console.load()
 
 
-def _axe(page: object) -> list[str]:
+def axe_violations(page: object) -> list[str]:
     found = page.evaluate(  # type: ignore[attr-defined]
         """async () => {
             const r = await axe.run(document, { resultTypes: ["violations"] });
@@ -65,7 +65,7 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         "client-classes": "#/client-classes", "tenants": "#/tenants", "settings": "#/settings",
         "license": "#/license",
     }
-    source = _axe_source()
+    source = axe_source()
 
     def drive(v: Visit) -> dict:
         page = v.page
@@ -77,7 +77,7 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
             page.wait_for_load_state("networkidle")
             expect(page.locator(".alert.error")).to_have_count(0)
             shot(page, f"page-{name}")
-            violations[name] = _axe(page)
+            violations[name] = axe_violations(page)
         # Rendered as text: visible as typed, no element made of it, nothing ran.
         v.go("#/leases")
         expect(page.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
@@ -94,7 +94,7 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         # The sign-in page, signed out.
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_label("API token")).to_be_visible()
-        violations["sign-in"] = _axe(page)
+        violations["sign-in"] = axe_violations(page)
         shot(page, "page-sign-in")
         return {"violations": violations, "injected": injected}
 
