@@ -130,6 +130,15 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
     assert {k: v for k, v in result["violations"].items() if v} == {}
     cold = await browser.run(base, signin)
     first = await browser.run(base, dashboard, token=tokens["admin"])
+
+    def narrow(v: Visit) -> list[str]:
+        v.page.add_init_script(source)
+        v.go(f"#/subnets/{sid}")
+        expect(v.page.locator(f'.cell[data-ip="{ip}"]')).to_have_attribute("data-state", "leased")
+        shot(v.page, "narrow-subnet")
+        return axe_violations(v.page)
+
+    assert await browser.run(base, narrow, token=tokens["viewer"], viewport=(420, 860)) == []
     print("sign-in usable (fresh tab):", round(cold, 3), "s | dashboard complete (fresh tab):",
           round(first, 3), "s")
 

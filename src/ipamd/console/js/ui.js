@@ -217,7 +217,10 @@ export function pagedTable({ columns, load, empty = "Nothing here yet.", caption
   const table = h("table", { class: "table" },
     caption ? h("caption", {}, caption) : null,
     h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))), tbody);
-  const el = h("div", { class: "paged" }, h("div", { class: "table-wrap" }, table), status, more);
+  // The wrapper scrolls sideways on narrow screens: focusable, so the keyboard can scroll it.
+  const el = h("div", { class: "paged" }, h("div", {
+    class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption || "Table",
+  }, table), status, more);
   el.ready = next();
   return el;
 }
