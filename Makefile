@@ -9,10 +9,10 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # Debian packages: the appliance needs postgresql; the tests also drive real DHCP clients and
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
-TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox
+TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
-.PHONY: run setup test lint bench clean image system-run system-test system-bench venv
+.PHONY: run setup test lint bench clean image system-run system-test system-bench venv console-vendor
 
 venv: $(BIN)/.installed
 
@@ -71,3 +71,13 @@ image: venv
 clean:
 	rm -rf $(VENV) var build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The browser tests' axe-core, pinned; `npm pack` verifies nothing itself, so check the hash.
+AXE_VERSION := 4.14.1
+AXE_INTEGRITY := sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==
+console-vendor:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
+	got="sha512-$$(openssl dgst -sha512 -binary axe-core-$(AXE_VERSION).tgz | base64 -w0)" && \
+	test "$$got" = "$(AXE_INTEGRITY)" && tar xzf axe-core-$(AXE_VERSION).tgz && \
+	cp package/axe.min.js $(CURDIR)/tests/browser/vendor/axe.min.js && \
+	cp package/LICENSE $(CURDIR)/tests/browser/vendor/axe-core.LICENSE && rm -rf $$tmp

@@ -14,7 +14,7 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from ipamd.api import auth, idempotency, openapi
+from ipamd.api import auth, console, idempotency, openapi
 from ipamd.api.errors import CODES, ApiError, envelope, from_domain
 from ipamd.api.ratelimit import SlidingWindow, retry_after
 from ipamd.api.router import (
@@ -42,6 +42,7 @@ from ipamd.api.routes import (
     subnets,
     tenants,
     tokens,
+    whoami,
 )
 from ipamd.api.routes import history as history_routes
 from ipamd.api.routes import leases as lease_routes
@@ -58,6 +59,7 @@ log = logging.getLogger("ipamd.api")
 
 # Every router of the API; a module added here is served and documented.
 ROUTERS: list[Router] = [health.router, tokens.router, audit.router, history_routes.router]
+ROUTERS += [whoami.router]  # the console shows the caller's name and role (issue 12)
 ROUTERS += [webhook_routes.router, outbox_routes.router]
 ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
 ROUTERS += [
@@ -207,6 +209,8 @@ def create_app(state: AppState) -> QuartTrio:
         # The description of the API is public: it holds no data.
         return render(document, 200)
 
+    if state.config.api.console_enabled:
+        console.install(app)  # the browser console's static files at / (issue 12)
     return app
 
 

@@ -1,0 +1,75 @@
+// A resource section: a paged list, a create form, edit and delete per row — writes only
+// offered to roles that may make them.
+import { can, del } from "./api.js";
+import { clear, h } from "./dom.js";
+import { confirmDialog, errorBox, form, notice, pagedTable, section } from "./ui.js";
+
+export function crudSection({
+  title, noun, columns, fields, editFields, list, create, update, remove, role = "operator",
+  describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete",
+}) {
+  const writer = can(role);
+  const panel = h("div", { class: "panel" });
+  const tableSlot = h("div");
+  const el = section(title);
+  let table = null;
+
+  function reload(message) {
+    table = pagedTable({
+      columns: writer && (update || remove || extraActions)
+        ? [...columns, { label: "Actions", class: "actions-cell", value: actions }]
+        : columns,
+      load: list,
+    });
+    clear(tableSlot).append(table);
+    if (message) clear(panel).append(notice(message));
+    return table.ready;
+  }
+
+  function actions(row) {
+    const cell = h("div", { class: "row-actions" });
+    if (extraActions) cell.append(...extraActions(row, reload));
+    if (update) {
+      cell.append(h("button", {
+        type: "button", class: "button small", "aria-label": `Edit ${noun} ${describe(row)}`,
+        onclick: () => {
+          clear(panel).append(form({
+            title: `Edit ${noun} ${describe(row)}`, fields: editFields || fields, initial: row,
+            onSubmit: async (values) => { await update(row, values); await reload(`${noun} saved.`); },
+            onCancel: () => clear(panel),
+          }));
+          panel.querySelector("input, select, textarea")?.focus();
+        },
+      }, "Edit"));
+    }
+    if (remove) {
+      cell.append(h("button", {
+        type: "button", class: "button small danger", "aria-label": `${removeLabel} ${noun} ${describe(row)}`,
+        onclick: async () => {
+          if (!(await confirmDialog(`${removeLabel} ${noun} ${describe(row)}?`, removeLabel))) return;
+          try { await remove(row); await reload(`${noun} ${removeLabel === "Delete" ? "deleted" : "revoked"}.`); }
+          catch (error) { clear(panel).append(errorBox(error)); }
+        },
+      }, removeLabel));
+    }
+    return cell;
+  }
+
+  if (writer && create) {
+    el.querySelector("h2").after(h("div", { class: "section-tools" }, h("button", {
+      type: "button", class: "button primary small",
+      onclick: () => {
+        clear(panel).append(form({
+          title: `New ${noun}`, fields, submitLabel: `Create ${noun}`,
+          onSubmit: async (values) => { await create(values); await reload(`${noun} created.`); },
+          onCancel: () => clear(panel),
+        }));
+        panel.querySelector("input, select, textarea")?.focus();
+      },
+    }, `New ${noun}`)));
+  }
+  el.append(panel, tableSlot);
+  el.reload = reload;
+  el.ready = reload();
+  return el;
+}

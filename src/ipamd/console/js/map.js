@@ -1,0 +1,211 @@
+// The address map: every address of a subnet as a cell coloured by state; a subnet larger
+// than a /24 is shown as /24 blocks first, with drill-down. Redrawn for any moment ("As of").
+import { get } from "./api.js";
+import { append, clear, h } from "./dom.js";
+import { errorBox, fmtTime } from "./ui.js";
+
+export const STATES = ["free", "pool", "excluded", "reserved", "assigned", "leased", "declined"];
+const CODE = Object.fromEntries(STATES.map((s, i) => [s, i]));
+
+const ipToInt = (ip) => ip.split(".").reduce((acc, o) => acc * 256 + Number(o), 0);
+const intToIp = (n) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+
+function decode(data) {
+  const base = ipToInt(data.cidr.split("/")[0]);
+  const size = data.size;
+  const states = new Uint8Array(size);
+  for (const r of data.ranges) {
+    const a = ipToInt(r.start) - base;
+    const b = ipToInt(r.end) - base;
+    states.fill(CODE[r.state] ?? 0, Math.max(0, a), Math.min(size, b + 1));
+  }
+  const cols = data.addresses.columns;
+  const iIp = cols.indexOf("ip");
+  const holders = new Map();
+  for (const row of data.addresses.rows) {
+    const i = ipToInt(row[iIp]) - base;
+    if (i < 0 || i >= size) continue;
+    const rec = {};
+    cols.forEach((c, k) => { rec[c] = row[k]; });
+    states[i] = CODE[rec.state] ?? states[i];
+    holders.set(i, rec);
+  }
+  return { base, size, states, holders };
+}
+
+function describe(model, i) {
+  const ip = intToIp(model.base + i);
+  const state = STATES[model.states[i]];
+  const rec = model.holders.get(i);
+  const parts = [ip, state];
+  if (rec) {
+    if (rec.mac) parts.push(`MAC ${rec.mac}`);
+    if (rec.hostname) parts.push(`host ${rec.hostname}`);
+  }
+  return parts.join(" — ");
+}
+
+function legend(counts) {
+  return h("ul", { class: "legend", "aria-label": "Legend" }, STATES.map((s) =>
+    h("li", {}, h("span", { class: `swatch st-${s}`, "aria-hidden": "true" }), `${s} ${counts[s] ?? 0}`)));
+}
+
+// Arrow keys move between cells (one tab stop for the whole grid).
+function roving(grid, columns) {
+  grid.addEventListener("keydown", (e) => {
+    const cells = [...grid.querySelectorAll("[data-i]")];
+    const at = cells.indexOf(document.activeElement);
+    if (at < 0) return;
+    const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: columns, ArrowUp: -columns }[e.key];
+    if (!step) return;
+    e.preventDefault();
+    const next = cells[Math.max(0, Math.min(cells.length - 1, at + step))];
+    cells[at].tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
+}
+
+function cellsView(model, from, count, info) {
+  const grid = h("div", { class: "map-grid", role: "group", "aria-label": `Addresses ${intToIp(model.base + from)} to ${intToIp(model.base + from + count - 1)}` });
+  const frag = document.createDocumentFragment();
+  for (let k = 0; k < count; k += 1) {
+    const i = from + k;
+    const text = describe(model, i);
+    frag.append(h("button", {
+      type: "button", class: `cell st-${STATES[model.states[i]]}`, tabindex: k === 0 ? 0 : -1,
+      "aria-label": text, title: text, dataset: { i: String(i), ip: intToIp(model.base + i), state: STATES[model.states[i]] },
+    }));
+  }
+  grid.append(frag);
+  const show = (e) => {
+    const cell = e.target.closest("[data-i]");
+    if (!cell) return;
+    const ip = intToIp(model.base + Number(cell.dataset.i));
+    info.replaceChildren(h("span", {}, describe(model, Number(cell.dataset.i))), " ",
+      h("a", { href: `#/history?ip=${ip}` }, `History of ${ip}`));
+  };
+  grid.addEventListener("mouseover", show);
+  grid.addEventListener("focusin", show);
+  grid.addEventListener("click", show);
+  roving(grid, 16);
+  return grid;
+}
+
+function blocksView(model, onOpen) {
+  const grid = h("div", { class: "map-blocks", role: "group", "aria-label": "/24 blocks" });
+  const frag = document.createDocumentFragment();
+  for (let b = 0; b * 256 < model.size; b += 1) {
+    const counts = new Array(STATES.length).fill(0);
+    const end = Math.min(model.size, (b + 1) * 256);
+    for (let i = b * 256; i < end; i += 1) counts[model.states[i]] += 1;
+    const used = counts[CODE.reserved] + counts[CODE.assigned] + counts[CODE.leased] + counts[CODE.declined];
+    let dominant = "free";
+    let best = -1;
+    for (const s of ["leased", "assigned", "reserved", "declined", "excluded", "pool"]) {
+      if (counts[CODE[s]] > best && counts[CODE[s]] > 0) { best = counts[CODE[s]]; dominant = s; }
+    }
+    const label = `${intToIp(model.base + b * 256)}/24: ${used} of ${end - b * 256} in use`;
+    frag.append(h("button", {
+      type: "button", class: `block st-${dominant}`, tabindex: b === 0 ? 0 : -1, title: label,
+      "aria-label": label, dataset: { i: String(b), block: intToIp(model.base + b * 256) },
+      style: { "--used": `${Math.round((100 * used) / (end - b * 256))}%` },
+    }, h("span", { class: "block-fill", "aria-hidden": "true" })));
+  }
+  grid.append(frag);
+  grid.addEventListener("click", (e) => {
+    const block = e.target.closest("[data-block]");
+    if (block) onOpen(Number(block.dataset.i));
+  });
+  roving(grid, 16);
+  return grid;
+}
+
+function localInputValue(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}
+
+const WEEK_MINUTES = 7 * 24 * 60;
+
+export function addressMap(subnetId) {
+  const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  const body = h("div", { class: "map-body" });
+  const info = h("div", { class: "map-info", role: "status", "aria-live": "polite" }, "Point at an address to see who holds it.");
+  const asOfLabel = h("span", { class: "as-of-label", "data-testid": "as-of" }, "now");
+  const picker = h("input", { id: "map-at", type: "datetime-local", step: 1 });
+  const slider = h("input", { id: "map-slider", type: "range", min: 0, max: WEEK_MINUTES, step: 15, value: WEEK_MINUTES, "aria-valuetext": "now" });
+  const nowButton = h("button", { type: "button", class: "button small" }, "Now");
+  let block = null;
+  let model = null;
+  let timer = null;
+  let seq = 0;
+  let moment = null; // null: now
+
+  function draw() {
+    clear(body);
+    if (!model) return;
+    if (model.size <= 256) {
+      body.append(cellsView(model, 0, model.size, info));
+    } else if (block === null) {
+      body.append(h("p", { class: "muted" }, "Each square is a /24; its fill shows how much is in use. Open one to see its addresses."),
+        blocksView(model, (b) => { block = b; draw(); body.querySelector(".cell")?.focus(); }));
+    } else {
+      body.append(h("div", { class: "row" },
+        h("button", { type: "button", class: "button small", onclick: () => { const b = block; block = null; draw(); body.querySelector(`[data-i="${b}"]`)?.focus(); } }, "← All /24 blocks"),
+        h("strong", {}, `${intToIp(model.base + block * 256)}/24`)),
+      cellsView(model, block * 256, Math.min(256, model.size - block * 256), info));
+    }
+  }
+
+  const legendSlot = h("div");
+  async function load() {
+    const mine = ++seq;
+    const params = { tz };
+    if (moment) params.at = moment.toISOString();
+    const started = performance.now();
+    try {
+      const data = await get(`/subnets/${subnetId}/history`, params);
+      if (mine !== seq) return;
+      model = decode(data);
+      clear(legendSlot).append(legend(data.counts));
+      asOfLabel.textContent = moment ? fmtTime(data.at) : `now (${fmtTime(data.at)})`;
+      draw();
+      el.dataset.drawMs = String(Math.round(performance.now() - started));
+      el.dataset.loaded = String(mine);
+    } catch (error) {
+      if (mine === seq) clear(body).append(errorBox(error));
+    }
+  }
+
+  function setMoment(date, from) {
+    moment = date;
+    if (from !== "picker") picker.value = date ? localInputValue(date) : "";
+    if (from !== "slider") {
+      const ago = date ? Math.round((Date.now() - date.getTime()) / 60000) : 0;
+      slider.value = String(WEEK_MINUTES - Math.max(0, Math.min(WEEK_MINUTES, ago)));
+    }
+    slider.setAttribute("aria-valuetext", date ? date.toLocaleString() : "now");
+    clearTimeout(timer);
+    timer = setTimeout(load, from === "slider" ? 250 : 0);
+  }
+
+  slider.addEventListener("input", () => {
+    const ago = WEEK_MINUTES - Number(slider.value);
+    setMoment(ago === 0 ? null : new Date(Date.now() - ago * 60000), "slider");
+  });
+  picker.addEventListener("change", () => {
+    const d = picker.value ? new Date(picker.value) : null;
+    setMoment(d && !Number.isNaN(d.getTime()) ? d : null, "picker");
+  });
+  nowButton.addEventListener("click", () => setMoment(null));
+
+  const el = h("div", { class: "address-map" },
+    h("div", { class: "map-controls" },
+      h("label", { for: "map-at" }, "As of"), picker,
+      h("label", { for: "map-slider" }, "Past 7 days"), h("span", { class: "muted" }, "−7 d"), slider, h("span", { class: "muted" }, "now"),
+      nowButton, h("span", {}, "Showing: ", asOfLabel)),
+    legendSlot, info, body);
+  el.ready = load();
+  return el;
+}

@@ -1,0 +1,623 @@
+// Every page of the console. Each is (view, {params, args}) => fills `view`.
+import { call, can, del, get, patch, post, query } from "./api.js";
+import { clear, h } from "./dom.js";
+import { crudSection } from "./crud.js";
+import { addressMap } from "./map.js";
+import {
+  badge, bar, confirmDialog, errorBox, fmtTime, form, link, notice, pagedTable, secretBox, section,
+} from "./ui.js";
+
+const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
+let tenantField = { name: "tenant_id", label: "Tenant id (empty: default tenant)", type: "text", nullable: true };
+
+// Pickers from the first 200 rows of a list; the raw-id text field stays when the list fails.
+async function picker(path, field, label, empty, name) {
+  try {
+    const page = await get(path, { limit: 200 });
+    return { name: field, label, type: "select", nullable: true,
+      options: [["", empty], ...page.items.map((x) => [x.id, name(x)])] };
+  } catch {
+    return null;
+  }
+}
+async function loadTenantField() {
+  tenantField = (await picker("/tenants", "tenant_id", "Tenant", "default tenant", (t) => t.name)) || tenantField;
+}
+const code = (text) => h("code", {}, text ?? "");
+const dash = (v) => (v === null || v === undefined || v === "" ? "—" : String(v));
+
+// ---- Dashboard --------------------------------------------------------------------------
+
+async function countOf(path, params) {
+  const page = await get(path, { ...params, limit: 1000 });
+  return page.next_cursor ? `${page.items.length}+` : String(page.items.length);
+}
+
+async function dashboard(view) {
+  view.append(h("h1", {}, "Dashboard"));
+  const grid = h("div", { class: "cards" });
+  view.append(grid);
+  const license = section("License use");
+  const leases = section("Leases by state");
+  const outbox = section("Outbox");
+  const util = section("Subnet utilisation (worst first)");
+  grid.append(license, leases, outbox);
+  view.append(util);
+
+  const tasks = [];
+  tasks.push(get("/license").then((l) => {
+    const pct = l.max_managed_ips ? (100 * l.managed_ips) / l.max_managed_ips : 0;
+    license.append(h("p", { class: "big" }, `${l.managed_ips} of ${l.max_managed_ips}`),
+      bar(pct, "license"), h("p", { class: "muted" }, `tier ${l.tier}; ${l.available} available`));
+  }).catch((e) => license.append(errorBox(e))));
+
+  const states = ["active", "offered", "declined", "expired", "released"];
+  tasks.push(Promise.all(states.map((s) => countOf("/leases", { state: s }))).then((counts) => {
+    leases.append(h("dl", { class: "stats" }, states.map((s, i) => [
+      h("dt", {}, link(`#/leases?state=${s}`, s)), h("dd", {}, counts[i])])));
+  }).catch((e) => leases.append(errorBox(e))));
+
+  const backlog = ["pending", "retrying", "failed"];
+  tasks.push(Promise.all(backlog.map((s) => countOf("/outbox", { state: s }))).then((counts) => {
+    outbox.append(h("dl", { class: "stats" }, backlog.map((s, i) => [
+      h("dt", {}, link(`#/work?state=${s}`, s)), h("dd", { class: s === "failed" && counts[i] !== "0" ? "bad" : "" }, counts[i])])));
+  }).catch((e) => outbox.append(errorBox(e))));
+
+  tasks.push((async () => {
+    // One utilisation request per subnet (no bulk resource yet): bounded to 50, so the page
+    // stays far below the public face's 300 requests a minute.
+    const page = await get("/subnets", { limit: 50 });
+    const rows = await Promise.all(page.items.map(async (s) => ({ s, u: await get(`/subnets/${s.id}/utilisation`) })));
+    rows.sort((a, b) => b.u.percent_used - a.u.percent_used);
+    if (!rows.length) { util.append(h("p", { class: "muted" }, "No subnets yet. ", link("#/prefixes", "Create a prefix and its subnets."))); return; }
+    util.append(h("table", { class: "table" },
+      h("thead", {}, h("tr", {}, ["Subnet", "Name", "Used", "Size", "Utilisation"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows.map(({ s, u }) => h("tr", {},
+        h("td", {}, link(`#/subnets/${s.id}`, s.cidr)), h("td", {}, s.name), h("td", {}, String(u.used)),
+        h("td", {}, String(u.size)), h("td", {}, bar(u.percent_used, s.cidr)))))));
+    if (page.next_cursor) util.append(h("p", { class: "muted" }, "The first 50 subnets are shown, worst first."));
+  })().catch((e) => util.append(errorBox(e))));
+  await Promise.all(tasks);
+}
+
+// ---- Prefixes → subnets tree ------------------------------------------------------------
+
+const subnetFields = [
+  { name: "cidr", label: "CIDR", required: true, placeholder: "10.1.2.0/24" },
+  { name: "name", label: "Name" },
+  { name: "description", label: "Description" },
+  { name: "gateway", label: "Gateway", nullable: true },
+  { name: "lease_time_seconds", label: "Lease time (seconds)", type: "number" },
+  { name: "dhcp_enabled", label: "DHCP enabled", type: "checkbox", default: true },
+  { name: "next_server", label: "PXE next server", nullable: true },
+  { name: "boot_file", label: "PXE boot file", nullable: true },
+  { name: "ntp_servers", label: "NTP servers (comma separated)", type: "list" },
+  { name: "ddns_adapter", label: "DDNS adapter", type: "select", options: ["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"], default: "none" },
+  { name: "ddns_zone", label: "DDNS forward zone", nullable: true },
+  { name: "ddns_reverse_zone", label: "DDNS reverse zone", nullable: true },
+  { name: "ddns_ttl", label: "DDNS TTL", type: "number", nullable: true },
+  { name: "ddns_server_id", label: "DDNS server id", nullable: true },
+];
+
+function subnetList(prefix) {
+  const slot = h("div", { class: "subnets" });
+  const table = pagedTable({
+    caption: `Subnets of ${prefix.cidr}`,
+    columns: [
+      { label: "Subnet", value: (s) => link(`#/subnets/${s.id}`, s.cidr) },
+      { label: "Name", value: (s) => s.name },
+      { label: "DHCP", value: (s) => (s.dhcp_enabled ? "on" : "off") },
+      { label: "Utilisation", value: (s) => { const c = h("div"); get(`/subnets/${s.id}/utilisation`).then((u) => c.append(bar(u.percent_used, s.cidr))).catch((e) => c.append(errorBox(e))); return c; } },
+    ],
+    load: pageOf("/subnets", { prefix_id: prefix.id }),
+    empty: "No subnets in this prefix.",
+  });
+  slot.append(table);
+  if (can("operator")) {
+    const panel = h("div");
+    slot.append(h("button", {
+      type: "button", class: "button small",
+      onclick: () => {
+        clear(panel).append(form({
+          title: `New subnet in ${prefix.cidr}`, fields: [...subnetFields, tenantField], submitLabel: "Create subnet",
+          onSubmit: async (values) => { const s = await post("/subnets", { ...values, prefix_id: prefix.id }); location.hash = `#/subnets/${s.id}`; },
+          onCancel: () => clear(panel),
+        }));
+        panel.querySelector("input")?.focus();
+      },
+    }, `New subnet in ${prefix.cidr}`), panel);
+  }
+  return slot;
+}
+
+async function prefixes(view) {
+  view.append(h("h1", {}, "Prefixes and subnets"));
+  if (can("operator")) await loadTenantField();
+  const sec = crudSection({
+    title: "Prefixes", noun: "prefix",
+    fields: [{ name: "cidr", label: "CIDR", required: true, placeholder: "10.0.0.0/8" },
+      { name: "description", label: "Description" }, tenantField],
+    editFields: [{ name: "cidr", label: "CIDR" }, { name: "description", label: "Description" }],
+    describe: (p) => p.cidr,
+    columns: [
+      { label: "Prefix", value: (p) => {
+        const details = h("details", { class: "tree" }, h("summary", {}, h("strong", {}, p.cidr), p.description ? ` — ${p.description}` : ""));
+        let loaded = false;
+        details.addEventListener("toggle", () => { if (details.open && !loaded) { loaded = true; details.append(subnetList(p)); } });
+        return details;
+      } },
+      { label: "Utilisation", value: (p) => { const c = h("div"); get(`/prefixes/${p.id}/utilisation`).then((u) => c.append(bar(u.percent_used, p.cidr), h("span", { class: "muted" }, ` ${u.subnets} subnets`))).catch((e) => c.append(errorBox(e))); return c; } },
+    ],
+    list: pageOf("/prefixes"),
+    create: (v) => post("/prefixes", v),
+    update: (p, v) => patch(`/prefixes/${p.id}`, v),
+    remove: (p) => del(`/prefixes/${p.id}`),
+  });
+  view.append(sec);
+  await sec.ready;
+}
+
+// ---- Subnet page -------------------------------------------------------------------------
+
+const OPTION_KINDS = [
+  ["6", "6 — DNS servers"], ["15", "15 — domain name"], ["42", "42 — NTP servers"],
+  ["43", "43 — vendor specific (hex) + vendor class"], ["other", "other code (JSON payload)"],
+];
+
+function optionForm(subnetId, onDone, onCancel) {
+  const slot = h("div");
+  const kindId = "opt-kind";
+  const kind = h("select", { id: kindId }, OPTION_KINDS.map(([v, l]) => h("option", { value: v }, l)));
+  function build() {
+    const k = kind.value;
+    let fields;
+    let toBody;
+    if (k === "6" || k === "42") {
+      fields = [{ name: "addresses", label: k === "6" ? "DNS server addresses (comma separated)" : "NTP server addresses (comma separated)", type: "list", required: true }];
+      toBody = (v) => ({ code: Number(k), payload: { addresses: v.addresses || [] } });
+    } else if (k === "15") {
+      fields = [{ name: "value", label: "Domain name", required: true }];
+      toBody = (v) => ({ code: 15, payload: { value: v.value ?? "" } });
+    } else if (k === "43") {
+      fields = [{ name: "hex", label: "Vendor data (hex octets)", required: true, placeholder: "01:04:c0:a8:00:01" },
+        { name: "vendor_class", label: "Vendor class (option 60) it applies to", nullable: true }];
+      toBody = (v) => ({ code: 43, payload: { hex: v.hex ?? "" }, vendor_class: v.vendor_class ?? null });
+    } else {
+      fields = [{ name: "code", label: "Option code", type: "number", required: true },
+        { name: "payload", label: "Payload (JSON)", type: "json", required: true, help: '{"addresses": [...]}, {"value": ...}, {"domains": [...]}, {"routes": [...]} or {"hex": "..."}' },
+        { name: "vendor_class", label: "Vendor class", nullable: true }];
+      toBody = (v) => ({ code: v.code, payload: v.payload ?? {}, vendor_class: v.vendor_class ?? null });
+    }
+    clear(slot).append(form({
+      fields, submitLabel: "Add option", onCancel,
+      onSubmit: async (v) => {
+        try { await post(`/subnets/${subnetId}/options`, toBody(v)); }
+        catch (error) {
+          // The API names the payload; this form shows the payload as its first field.
+          if (error.status === 422 && k !== "other") {
+            error.message = error.message.replace(/(^|; )payload(\.\w+)?:/g, `$1${fields[0].name}:`);
+          }
+          throw error;
+        }
+        await onDone();
+      },
+    }));
+  }
+  kind.addEventListener("change", build);
+  build();
+  return h("div", { class: "form" }, h("h3", {}, "New option"), h("div", { class: "field" }, h("label", { for: kindId }, "Option"), kind), slot);
+}
+
+function payloadText(o) {
+  const p = o.payload || {};
+  if (p.addresses) return p.addresses.join(", ");
+  if (p.domains) return p.domains.join(", ");
+  if (p.routes) return p.routes.map((r) => `${r.destination} via ${r.router}`).join(", ");
+  if (p.hex !== undefined) return p.hex;
+  if (p.value !== undefined) return String(p.value);
+  return JSON.stringify(p);
+}
+
+async function subnetPage(view, { args }) {
+  const [id] = args;
+  const s = await get(`/subnets/${id}`);
+  view.append(h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, link("#/prefixes", "Prefixes"), " / ", s.cidr),
+    h("h1", {}, `Subnet ${s.cidr}`, s.name ? ` — ${s.name}` : ""));
+  const top = h("div", { class: "cards" });
+  view.append(top);
+
+  const fields = section("Settings");
+  const dl = h("dl", { class: "kv" }, subnetFields.map((f) => [h("dt", {}, f.label),
+    h("dd", {}, Array.isArray(s[f.name]) ? dash(s[f.name].join(", ")) : typeof s[f.name] === "boolean" ? (s[f.name] ? "yes" : "no") : dash(s[f.name]))]));
+  fields.append(dl);
+  if (can("operator")) {
+    const panel = h("div");
+    fields.append(h("div", { class: "row" },
+      h("button", { type: "button", class: "button small", onclick: () => {
+        clear(panel).append(form({ title: "Edit subnet", fields: subnetFields, initial: s,
+          onSubmit: async (v) => { await patch(`/subnets/${id}`, v); window.dispatchEvent(new HashChangeEvent("hashchange")); },
+          onCancel: () => clear(panel) }));
+        panel.querySelector("input")?.focus();
+      } }, "Edit subnet"),
+      h("button", { type: "button", class: "button small danger", onclick: async () => {
+        if (!(await confirmDialog(`Delete subnet ${s.cidr}?`, "Delete"))) return;
+        try { await del(`/subnets/${id}`); location.hash = "#/prefixes"; } catch (e) { clear(panel).append(errorBox(e)); }
+      } }, "Delete subnet")), panel);
+  }
+  const usage = section("Utilisation");
+  const nextFree = h("output", { "data-testid": "next-free" });
+  usage.append(h("p", {}, link(`#/leases?subnet_id=${id}`, "Leases in this subnet"), " · ",
+    link(`#/audit?object_id=${id}`, "Audit of this subnet")));
+  usage.append(h("button", { type: "button", class: "button small", onclick: async () => {
+    try { const r = await get(`/subnets/${id}/next-free-ip`); nextFree.textContent = r.ip ?? "none free"; }
+    catch (e) { nextFree.textContent = e.message; }
+  } }, "Next free IP"), " ", nextFree);
+  get(`/subnets/${id}/utilisation`).then((u) => usage.querySelector("h2").after(bar(u.percent_used, s.cidr),
+    h("dl", { class: "stats" }, ["size", "used", "free", "leased", "reserved", "assigned", "excluded"].map((k) => [h("dt", {}, k), h("dd", {}, String(u[k]))])))).catch((e) => usage.append(errorBox(e)));
+  top.append(fields, usage);
+
+  const map = section("Address map");
+  const mapView = addressMap(id);
+  map.append(mapView);
+  view.append(map);
+
+  const classField = (await picker("/client-classes", "class_id", "Client class", "any client", (c) => `${c.name} (${c.match} ${c.value})`))
+    || { name: "class_id", label: "Client class id", nullable: true };
+  const className = new Map((classField.options || []).slice(1));
+  const child = (title, noun, path, itemPath, columns, createFields, editFields) => crudSection({
+    title, noun, columns, fields: createFields, editFields,
+    list: pageOf(`/subnets/${id}/${path}`),
+    create: (v) => post(`/subnets/${id}/${path}`, v),
+    update: (row, v) => patch(`/${itemPath}/${row.id}`, v),
+    remove: (row) => del(`/${itemPath}/${row.id}`),
+    describe: (row) => row.name || row.ip || (row.start_ip ? `${row.start_ip}–${row.end_ip}` : row.code ?? row.id),
+  });
+  const sections = [
+    child("Pools", "pool", "pools", "pools",
+      [{ label: "Name", value: (p) => p.name }, { label: "Range", value: (p) => `${p.start_ip} – ${p.end_ip}` }, { label: "Size", value: (p) => String(p.size) }, { label: "Client class", value: (p) => (p.class_id ? className.get(p.class_id) || p.class_id : "any") }],
+      [{ name: "name", label: "Name", required: true }, { name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }, classField]),
+    child("Excludes", "exclude", "excludes", "excludes",
+      [{ label: "Range", value: (x) => `${x.start_ip} – ${x.end_ip}` }, { label: "Size", value: (x) => String(x.size) }],
+      [{ name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }]),
+    child("Reservations", "reservation", "reservations", "reservations",
+      [{ label: "IP", value: (r) => r.ip }, { label: "MAC", value: (r) => dash(r.mac) }, { label: "Client id / DUID", value: (r) => dash(r.client_id || r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
+      [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
+      [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }]),
+    child("Assignments", "assignment", "assignments", "assignments",
+      [{ label: "IP", value: (a) => a.ip }, { label: "Hostname", value: (a) => a.hostname }, { label: "Description", value: (a) => a.description }],
+      [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "hostname", label: "Hostname", required: true }, { name: "description", label: "Description" }],
+      [{ name: "ip", label: "IP" }, { name: "hostname", label: "Hostname" }, { name: "description", label: "Description" }]),
+  ];
+  const options = crudSection({
+    title: "Options", noun: "option",
+    columns: [{ label: "Code", value: (o) => String(o.code) }, { label: "Value", value: payloadText }, { label: "Vendor class", value: (o) => dash(o.vendor_class) }],
+    fields: [],
+    editFields: [{ name: "payload", label: "Payload (JSON)", type: "json" }, { name: "vendor_class", label: "Vendor class", nullable: true }],
+    list: pageOf(`/subnets/${id}/options`),
+    update: (o, v) => patch(`/options/${o.id}`, v),
+    remove: (o) => del(`/options/${o.id}`),
+    describe: (o) => String(o.code),
+  });
+  if (can("operator")) {
+    const slot = options.querySelector(".panel");
+    options.querySelector("h2").after(h("div", { class: "section-tools" }, h("button", { type: "button", class: "button primary small", onclick: () => {
+      clear(slot).append(optionForm(id, async () => { await options.reload("option created."); }, () => clear(slot)));
+      slot.querySelector("select")?.focus();
+    } }, "New option")));
+  }
+  view.append(...sections, options);
+  await Promise.all([mapView.ready, ...sections.map((x) => x.ready), options.ready]);
+}
+
+// ---- Leases ------------------------------------------------------------------------------
+
+function filterForm(fields, params, target) {
+  return form({
+    fields: fields.map((f) => ({ ...f, value: params.get(f.name) ?? f.value })), submitLabel: "Apply filters",
+    onSubmit: async (values) => { location.hash = `${target}${query(values)}`; },
+  });
+}
+
+async function leases(view, { params }) {
+  view.append(h("h1", {}, "Leases"));
+  // The subnet filter lists the first 200 subnets; a deep link to any other still works.
+  let subnetFilter = { name: "subnet_id", label: "Subnet id" };
+  try {
+    const page = await get("/subnets", { limit: 200 });
+    const options = [["", "any"], ...page.items.map((x) => [x.id, x.name ? `${x.cidr} ${x.name}` : x.cidr])];
+    const wanted = params.get("subnet_id");
+    if (!wanted || options.some(([v]) => v === wanted)) subnetFilter = { name: "subnet_id", label: "Subnet", type: "select", options };
+  } catch { /* the text field stays */ }
+  const filters = [
+    subnetFilter,
+    { name: "state", label: "State", type: "select", options: [["", "any"], "offered", "active", "released", "expired", "declined"] },
+    { name: "ip", label: "IP" }, { name: "mac", label: "MAC" }, { name: "hostname", label: "Hostname" },
+  ];
+  const f = filterForm(filters, params, "#/leases");
+  f.classList.add("filters");
+  const message = h("div");
+  // limit (page size) is honoured from the link too: #/leases?limit=100
+  const p = Object.fromEntries([...params].filter(([k]) => k === "limit" || filters.some((x) => x.name === k)));
+  const table = pagedTable({
+    columns: [
+      { label: "IP", value: (l) => link(`#/history?ip=${l.ip}`, l.ip) }, { label: "State", value: (l) => badge(l.state) },
+      { label: "MAC", value: (l) => dash(l.mac) }, { label: "Hostname", value: (l) => dash(l.hostname) },
+      { label: "Subnet", value: (l) => link(`#/subnets/${l.subnet_id}`, "subnet") },
+      { label: "Expires", value: (l) => fmtTime(l.expires_at) },
+      ...(can("operator") ? [{ label: "Actions", value: (l) => (["active", "offered"].includes(l.state) ? h("button", {
+        type: "button", class: "button small danger", "aria-label": `Release ${l.ip}`,
+        onclick: async (e) => {
+          if (!(await confirmDialog(`Force release of ${l.ip}${l.hostname ? ` (${l.hostname})` : ""}? The client loses its address.`, "Release"))) return;
+          try {
+            await post(`/leases/${l.lease_id}/release`);
+            e.target.closest("tr").querySelector(".badge").textContent = "released";
+            e.target.remove();
+            clear(message).append(notice(`Released ${l.ip}.`));
+          } catch (error) { clear(message).append(errorBox(error)); }
+        },
+      }, "Release") : "") }] : []),
+    ],
+    load: pageOf("/leases", p),
+    empty: "No lease matches.",
+  });
+  view.append(section("Filters", f), message, table);
+  await table.ready;
+}
+
+// ---- Search ------------------------------------------------------------------------------
+
+const HIT_LINK = {
+  subnet: (o) => `#/subnets/${o.id}`, prefix: () => "#/prefixes",
+  lease: (o) => `#/leases?ip=${encodeURIComponent(o.ip)}`,
+  reservation: (o) => `#/subnets/${o.subnet_id}`, assignment: (o) => `#/subnets/${o.subnet_id}`,
+};
+
+async function search(view, { params }) {
+  const q = params.get("q") || "";
+  const box = document.getElementById("search");
+  if (box && !box.value) box.value = q;
+  view.append(h("h1", {}, "Search"), h("p", {}, "Results for ", code(q)));
+  const table = pagedTable({
+    columns: [
+      { label: "Type", value: (r) => badge(r.type, "type") },
+      { label: "Match", value: (r) => { const to = HIT_LINK[r.type]; return to ? link(to(r.object), r.summary) : r.summary; } },
+      { label: "Matched on", value: (r) => r.match },
+    ],
+    load: pageOf("/search", { q }), empty: "Nothing matches.",
+  });
+  view.append(table);
+  await table.ready;
+}
+
+// ---- History -----------------------------------------------------------------------------
+
+async function history(view, { params }) {
+  const tz = params.get("tz") || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  view.append(h("h1", {}, "History"), h("p", { class: "muted" }, "Who held an address, or what a client held, at a moment or over a range."));
+  const kinds = [["ip", "IP address"], ["mac", "MAC"], ["hostname", "Hostname"], ["client_id", "Client id"], ["duid", "DUID"], ["circuit", "Circuit id (option 82)"], ["remote", "Remote id (option 82)"]];
+  const kind = kinds.find(([k]) => params.get(k)) || kinds[0];
+  const f = form({
+    fields: [
+      { name: "kind", label: "Identity", type: "select", options: kinds, value: kind[0] },
+      { name: "value", label: "Value", value: params.get(kind[0]) || "", required: true },
+      { name: "at", label: "At a moment (local time)", type: "datetime", value: params.get("at") || "" },
+      { name: "from", label: "Or from", type: "datetime", value: params.get("from") || "" },
+      { name: "to", label: "to", type: "datetime", value: params.get("to") || "" },
+      { name: "tz", label: "Time zone", value: tz },
+    ],
+    submitLabel: "Search history",
+    onSubmit: async (v) => {
+      const q = { [v.kind]: v.value, at: v.at, from: v.from, to: v.to, tz: v.tz };
+      location.hash = `#/history${query(q)}`;
+    },
+  });
+  f.classList.add("filters");
+  view.append(section("Query", f));
+  const q = {};
+  for (const k of [...kinds.map(([x]) => x), "at", "from", "to"]) if (params.get(k)) q[k] = params.get(k);
+  if (!kinds.some(([k]) => q[k])) return;
+  q.tz = tz;
+  const result = h("div");
+  const download = h("button", { type: "button", class: "button", onclick: async () => {
+    try {
+      // No limit: the API streams the whole answer as one CSV.
+      const response = await call("GET", `/history${query({ ...q, format: "csv" })}`, undefined, { raw: true });
+      const blob = await response.blob();
+      const url = URL.createObjectURL(blob);
+      const a = h("a", { href: url, download: "history.csv", hidden: true });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) { result.prepend(errorBox(e)); }
+  } }, "Download CSV");
+  const table = pagedTable({
+    columns: ["ip", "mac", "hostname", "client_id", "circuit_id", "remote_id", "giaddr"].map((c) => ({ label: c, value: (r) => dash(r[c]) }))
+      .concat([{ label: "from", value: (r) => fmtTime(r.from) }, { label: "to", value: (r) => (r.to ? fmtTime(r.to) : "holding") },
+        { label: "state", value: (r) => badge(r.state) }, { label: "subnet", value: (r) => link(`#/subnets/${r.subnet_id}`, "subnet") }]),
+    load: pageOf("/history", q), empty: "No occupancy matches.",
+  });
+  result.append(h("div", { class: "row" }, download), table);
+  view.append(section("Results", result));
+  await table.ready;
+}
+
+// ---- Work (outbox) -----------------------------------------------------------------------
+
+const target = (r) => r.target || (r.webhook_id ? `webhook ${r.webhook_id}` : "—");
+
+async function work(view, { params }) {
+  const kind = params.get("kind") || "webhook";
+  const state = params.get("state") || "";
+  view.append(h("h1", {}, "Work"));
+  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Work kind" }, [["webhook", "Webhooks"], ["dns", "DNS"]].map(([k, label]) =>
+    h("a", { role: "tab", "aria-selected": String(k === kind), href: `#/work${query({ kind: k, state })}`, class: k === kind ? "tab active" : "tab" }, label)));
+  const states = h("div", { class: "chips", role: "group", "aria-label": "State" }, ["", "pending", "retrying", "failed", "delivered"].map((s) =>
+    h("a", { href: `#/work${query({ kind, state: s })}`, class: s === state ? "chip active" : "chip", "aria-current": s === state ? "true" : null }, s || "all")));
+  const detail = h("div", { class: "panel" });
+  const table = pagedTable({
+    columns: [
+      { label: "Created", value: (r) => fmtTime(r.created_at) }, { label: "Topic", value: (r) => r.topic },
+      { label: "Target", value: target }, { label: "State", value: (r) => badge(r.state) },
+      { label: "Attempts", value: (r) => String(r.attempts) },
+      { label: "Last result", value: (r) => dash(r.last_error || r.last_status) },
+      { label: "Actions", value: (r) => h("div", { class: "row-actions" },
+        h("button", { type: "button", class: "button small", onclick: () => showAttempts(r.id, detail) }, "Attempts"),
+        can("operator") && ["failed", "delivered"].includes(r.state) ? h("button", { type: "button", class: "button small", "aria-label": `Replay ${r.topic} ${r.id}`, onclick: async (e) => {
+          if (!(await confirmDialog(`Replay this ${r.topic} delivery to ${r.target || "its target"}?`, "Replay"))) return;
+          try {
+            const fresh = await post(`/outbox/${r.id}/replay`);
+            const tr = e.target.closest("tr");
+            tr.querySelector(".badge").textContent = fresh.state || "pending";
+            e.target.remove();
+            clear(detail).append(notice("Queued for delivery again."));
+          } catch (error) { clear(detail).append(errorBox(error)); }
+        } }, "Replay") : null) },
+    ],
+    load: pageOf("/outbox", { kind, state }), empty: "No deliveries.",
+  });
+  view.append(tabs, states, detail, table);
+  await table.ready;
+}
+
+async function showAttempts(id, slot) {
+  clear(slot);
+  try {
+    const d = await get(`/outbox/${id}`);
+    slot.append(section(`Attempts of ${d.topic} → ${target(d)}`, h("table", { class: "table" },
+      h("thead", {}, h("tr", {}, ["#", "At", "Duration", "Status", "Error", "Response"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, (d.history || []).map((a) => h("tr", {}, h("td", {}, String(a.attempt)), h("td", {}, fmtTime(a.at)),
+        h("td", {}, `${a.duration_ms} ms`), h("td", {}, dash(a.status)), h("td", {}, dash(a.error)), h("td", {}, h("code", {}, dash(a.response))))))),
+      (d.history || []).length ? null : h("p", { class: "muted" }, "Not attempted yet.")));
+  } catch (e) { slot.append(errorBox(e)); }
+}
+
+// ---- Admin and reference pages ----------------------------------------------------------
+
+async function webhooks(view) {
+  view.append(h("h1", {}, "Webhooks"));
+  const fields = [
+    { name: "name", label: "Name", required: true }, { name: "url", label: "URL (https://…)", required: true },
+    { name: "secret_ref", label: "Secret reference (env:NAME or file:/path)", required: true },
+    { name: "previous_secret_ref", label: "Previous secret reference (rotation)", nullable: true },
+    { name: "topics", label: "Topics (e.g. lease.* or *)" }, { name: "enabled", label: "Enabled", type: "checkbox", default: true },
+  ];
+  const sec = crudSection({ title: "Webhooks", noun: "webhook", role: "admin", fields,
+    columns: [{ label: "Name", value: (w) => w.name }, { label: "URL", value: (w) => w.url }, { label: "Topics", value: (w) => w.topics }, { label: "Enabled", value: (w) => (w.enabled ? "yes" : "no") }],
+    list: pageOf("/webhooks"), create: (v) => post("/webhooks", v), update: (w, v) => patch(`/webhooks/${w.id}`, v), remove: (w) => del(`/webhooks/${w.id}`) });
+  view.append(sec);
+  await sec.ready;
+}
+
+async function tokensPage(view) {
+  view.append(h("h1", {}, "Tokens"));
+  const shown = h("div");
+  const sec = crudSection({ title: "API tokens", noun: "token", role: "admin",
+    fields: [{ name: "name", label: "Name", required: true }, { name: "role", label: "Role", type: "select", options: ["viewer", "operator", "admin"] },
+      { name: "expires_at", label: "Expires at (RFC 3339, optional)", nullable: true, placeholder: "2030-01-01T00:00:00Z" }],
+    columns: [{ label: "Name", value: (t) => t.name }, { label: "Role", value: (t) => badge(t.role, `role-${t.role}`) }, { label: "Hint", value: (t) => code(t.hint) },
+      { label: "Last used", value: (t) => fmtTime(t.last_used_at) || "never" }, { label: "Expires", value: (t) => fmtTime(t.expires_at) || "never" }],
+    list: pageOf("/tokens"),
+    create: async (v) => { const t = await post("/tokens", v); clear(shown).append(section(`New token ${t.name}`, secretBox("Token secret", t.token))); },
+    remove: (t) => del(`/tokens/${t.id}`), removeLabel: "Revoke",
+  });
+  view.append(shown, sec);
+  await sec.ready;
+}
+
+function diff(before, after) {
+  const keys = [...new Set([...Object.keys(before || {}), ...Object.keys(after || {})])].sort();
+  const show = (v) => (v === undefined ? "" : JSON.stringify(v));
+  const rows = keys.filter((k) => show(before?.[k]) !== show(after?.[k]) || !before || !after);
+  if (!rows.length) return h("span", { class: "muted" }, "no field changed");
+  // A creation has no "before" and a deletion no "after": show only the side that exists.
+  const sides = [before && ["before", "del", before], after && ["after", "ins", after]].filter(Boolean);
+  return h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"),
+    sides.map(([label]) => h("th", { scope: "col" }, label)))),
+  h("tbody", {}, rows.map((k) => h("tr", {}, h("th", { scope: "row" }, k),
+    sides.map(([, cls, side]) => h("td", { class: cls }, show(side[k])))))));
+}
+
+async function audit(view, { params }) {
+  view.append(h("h1", {}, "Audit"));
+  const filters = [{ name: "object_type", label: "Object type" }, { name: "object_id", label: "Object id" }, { name: "actor", label: "Actor" }, { name: "action", label: "Action" }];
+  const f = filterForm(filters, params, "#/audit");
+  f.classList.add("filters");
+  const p = Object.fromEntries([...params].filter(([k]) => filters.some((x) => x.name === k)));
+  // Admins may read tokens: show an actor "token:<id>" with the token's name.
+  const names = new Map();
+  if (can("admin")) {
+    try {
+      const page = await get("/tokens", { limit: 1000, include_revoked: true });
+      for (const t of page.items) names.set(`token:${t.id}`, t.name);
+    } catch { /* ids stay as they are */ }
+  }
+  const actor = (a) => (names.has(a.actor) ? h("span", { title: a.actor }, `${names.get(a.actor)} (token)`) : a.actor);
+  const table = pagedTable({
+    columns: [{ label: "At", value: (a) => fmtTime(a.at) }, { label: "Actor", value: actor }, { label: "Action", value: (a) => a.action },
+      { label: "Object", value: (a) => `${a.object_type} ${a.object_id || ""}` }, { label: "Change", value: (a) => diff(a.before, a.after) }],
+    load: pageOf("/audit", p), empty: "No audit entry matches.",
+  });
+  view.append(section("Filters", f), table);
+  await table.ready;
+}
+
+async function clientClasses(view) {
+  view.append(h("h1", {}, "Client classes"));
+  const fields = [{ name: "name", label: "Name", required: true }, { name: "match", label: "Match on", type: "select", options: ["vendor_class", "user_class", "mac_prefix"] },
+    { name: "value", label: "Value", required: true }, { name: "description", label: "Description" }];
+  const sec = crudSection({ title: "Client classes", noun: "client class", fields, editFields: fields,
+    columns: [{ label: "Name", value: (c) => c.name }, { label: "Match", value: (c) => c.match }, { label: "Value", value: (c) => code(c.value) }, { label: "Description", value: (c) => c.description }],
+    list: pageOf("/client-classes"), create: (v) => post("/client-classes", v), update: (c, v) => patch(`/client-classes/${c.id}`, v), remove: (c) => del(`/client-classes/${c.id}`) });
+  view.append(sec);
+  await sec.ready;
+}
+
+async function tenants(view) {
+  view.append(h("h1", {}, "Tenants"));
+  const fields = [{ name: "name", label: "Name", required: true }, { name: "description", label: "Description" }];
+  const sec = crudSection({ title: "Tenants", noun: "tenant", fields,
+    columns: [{ label: "Name", value: (t) => t.name }, { label: "Id", value: (t) => code(t.id) }, { label: "Description", value: (t) => t.description }, { label: "Default", value: (t) => (t.default ? "yes" : "") }],
+    list: pageOf("/tenants"), create: (v) => post("/tenants", v), update: (t, v) => patch(`/tenants/${t.id}`, v), remove: (t) => del(`/tenants/${t.id}`) });
+  view.append(sec);
+  await sec.ready;
+}
+
+async function settings(view) {
+  view.append(h("h1", {}, "Settings"));
+  const s = await get("/settings");
+  const sec = section("Trusted relays",
+    h("p", { class: "muted" }, "Relays (giaddr) whose DHCP traffic is served. From the configuration file: ", s.trusted_relays_config.length ? s.trusted_relays_config.join(", ") : "none"),
+    h("p", {}, "Set here: ", s.trusted_relays.length ? s.trusted_relays.join(", ") : "none", s.updated_at ? ` (updated ${fmtTime(s.updated_at)})` : ""));
+  if (can("admin")) {
+    sec.append(form({ fields: [{ name: "trusted_relays", label: "Trusted relays (addresses or CIDRs, comma separated)", type: "list" }],
+      initial: { trusted_relays: s.trusted_relays }, submitLabel: "Save relays",
+      onSubmit: async (v) => { await patch("/settings", { trusted_relays: v.trusted_relays ?? [] }); window.dispatchEvent(new HashChangeEvent("hashchange")); } }));
+  }
+  view.append(sec);
+}
+
+async function licensePage(view) {
+  view.append(h("h1", {}, "License"));
+  const l = await get("/license");
+  view.append(section(`Tier: ${l.tier}`, bar(l.max_managed_ips ? (100 * l.managed_ips) / l.max_managed_ips : 0, "license"),
+    h("dl", { class: "kv" }, [["Managed IPs", l.managed_ips], ["Limit", l.max_managed_ips], ["Reservations", l.reservations], ["Assignments", l.assignments], ["Available", l.available]]
+      .map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]))));
+}
+
+export const routes = [
+  [/^\/$/, dashboard],
+  [/^\/prefixes$/, prefixes],
+  [/^\/subnets\/([0-9a-f-]{36})$/, subnetPage],
+  [/^\/leases$/, leases],
+  [/^\/search$/, search],
+  [/^\/history$/, history],
+  [/^\/work$/, work],
+  [/^\/webhooks$/, webhooks],
+  [/^\/tokens$/, tokensPage],
+  [/^\/audit$/, audit],
+  [/^\/client-classes$/, clientClasses],
+  [/^\/tenants$/, tenants],
+  [/^\/settings$/, settings],
+  [/^\/license$/, licensePage],
+];

@@ -1,0 +1,213 @@
+"""Dashboard, the prefix → subnet tree, the subnet page (children forms, the address map and
+its "As of" picker), against the real runtime with leases from the real DHCP server."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from ipamd import runtime
+from tests.browser.conftest import XSS_HOSTNAME
+from tests.browser.harness import BrowserThread, Visit, shot
+
+
+async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dict, plan: dict,
+                                         browser: BrowserThread, base: str) -> None:
+    sid = plan["subnet"]["id"]
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go("#/")
+        expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+        leases = page.locator("section", has=page.get_by_role("heading", name="Leases by state"))
+        expect(leases.locator("dt", has_text="active").locator("xpath=following-sibling::dd[1]")).to_have_text("2")
+        worst = page.locator("section", has=page.get_by_role("heading", name="Subnet utilisation (worst first)"))
+        expect(worst.get_by_role("link", name="127.77.0.0/24")).to_be_visible()
+        expect(page.locator("section", has=page.get_by_role("heading", name="License use"))).to_contain_text("of")
+        shot(page, "dashboard")
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Prefixes").click()
+        expect(page.get_by_role("heading", name="Prefixes and subnets")).to_be_visible()
+        page.get_by_text("127.77.0.0/16").click()  # open the prefix: its subnets with bars
+        subnet = page.get_by_role("link", name="127.77.0.0/24")
+        expect(subnet).to_be_visible()
+        expect(page.get_by_role("img", name=re.compile(r"127\.77\.0\.0.24 [0-9.]+% used"))).to_be_visible()
+        shot(page, "prefixes")
+        subnet.click()
+        expect(page.get_by_role("heading", name="Subnet 127.77.0.0/24 — lab-a")).to_be_visible()
+        assert page.url.endswith(f"#/subnets/{sid}")
+        page.go_back()  # the browser's back button returns to the tree
+        expect(page.get_by_role("heading", name="Prefixes and subnets")).to_be_visible()
+        page.go_forward()
+        expect(page.get_by_role("heading", name="Subnet 127.77.0.0/24 — lab-a")).to_be_visible()
+
+    await browser.run(base, drive, token=tokens["viewer"])
+
+
+async def test_subnet_children_forms(appliance: runtime.Running, tokens: dict, plan: dict,
+                                     browser: BrowserThread, base: str) -> None:
+    sid = plan["subnet"]["id"]
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go(f"#/subnets/{sid}")
+        for heading, text in (("Pools", "dyn"), ("Excludes", "127.77.0.200 \u2013 127.77.0.209"),
+                              ("Reservations", "reserved-host"), ("Assignments", "printer"),
+                              ("Options", "127.77.0.53")):
+            sec = page.locator("section", has=page.get_by_role("heading", name=heading, exact=True))
+            expect(sec.get_by_role("cell", name=text, exact=True)).to_be_visible()
+        expect(page.locator("dd", has_text="127.77.0.1").first).to_be_visible()
+        page.get_by_role("button", name="Next free IP").click()
+        expect(page.get_by_test_id("next-free")).to_have_text(re.compile(r"^127\.77\.0\.\d+$"))
+
+        pools = page.locator("section", has=page.get_by_role("heading", name="Pools"))
+        pools.get_by_role("button", name="New pool").click()
+        pools.get_by_label("Name").fill("phones-pool")
+        pools.get_by_label("First address").fill("127.77.0.70")
+        pools.get_by_label("Last address").fill("127.77.0.79")
+        pools.get_by_label("Client class").select_option(label="phones (vendor_class polycom)")
+        pools.get_by_role("button", name="Create pool").click()
+        row = pools.get_by_role("row", name="phones-pool")
+        expect(row.get_by_role("cell", name="phones (vendor_class polycom)", exact=True)).to_be_visible()
+
+        res = page.locator("section", has=page.get_by_role("heading", name="Reservations"))
+        res.get_by_role("button", name="New reservation").click()
+        res.get_by_label("IP (empty: next free)").fill("127.77.0.999")
+        res.get_by_label("MAC").fill("02:00:00:00:99:02")
+        res.get_by_label("Hostname").fill("camera")
+        res.get_by_role("button", name="Create reservation").click()
+        # A 422 is shown beside the field it names.
+        ip_field = res.locator(".field[data-field=ip]")
+        expect(ip_field.locator(".field-error")).not_to_be_empty()
+        expect(ip_field.get_by_role("textbox")).to_have_attribute("aria-invalid", "true")
+        res.get_by_label("IP (empty: next free)").fill("127.77.0.101")
+        res.get_by_role("button", name="Create reservation").click()
+        expect(res.locator(".alert.ok")).to_contain_text("reservation created")
+        expect(res.get_by_role("cell", name="camera", exact=True)).to_be_visible()
+        shot(page, "subnet-reservation-created")
+
+        res.get_by_role("button", name="Edit reservation 127.77.0.101").click()
+        res.get_by_label("Hostname").fill("camera-2")
+        res.get_by_role("button", name="Save").click()
+        expect(res.get_by_role("cell", name="camera-2", exact=True)).to_be_visible()
+
+        res.get_by_role("button", name="Delete reservation 127.77.0.101").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text("Delete reservation 127.77.0.101?")
+        dialog.get_by_role("button", name="Delete").click()
+        expect(res.get_by_role("cell", name="camera-2", exact=True)).to_have_count(0)
+
+        # An option through its per-code form (15: domain name).
+        opts = page.locator("section", has=page.get_by_role("heading", name="Options", exact=True))
+        opts.get_by_role("button", name="New option").click()
+        opts.get_by_label("Option", exact=True).select_option("15")
+        opts.get_by_label("Domain name").fill("lab.example")
+        opts.get_by_role("button", name="Add option").click()
+        expect(opts.get_by_role("cell", name="lab.example", exact=True)).to_be_visible()
+        # 43 with a vendor class; a bad hex string is refused beside its field.
+        opts.get_by_role("button", name="New option").click()
+        opts.get_by_label("Option", exact=True).select_option("43")
+        opts.get_by_label("Vendor data (hex octets)").fill("zz")
+        opts.get_by_label("Vendor class (option 60) it applies to").fill("PXEClient")
+        opts.get_by_role("button", name="Add option").click()
+        expect(opts.locator(".field[data-field=hex] .field-error")).not_to_be_empty()
+        opts.get_by_label("Vendor data (hex octets)").fill("01:04:c0:a8:00:01")
+        opts.get_by_role("button", name="Add option").click()
+        expect(opts.get_by_role("cell", name="PXEClient", exact=True)).to_be_visible()
+        assert v.dialogs == []
+
+    await browser.run(base, drive, token=tokens["operator"])
+
+
+async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, plan: dict,
+                                     browser: BrowserThread, base: str) -> None:
+    sid = plan["subnet"]["id"]
+    leased = plan["xss_ip"]
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go(f"#/subnets/{sid}")
+        cell = page.locator(f'.cell[data-ip="{leased}"]')
+        expect(cell).to_have_attribute("data-state", "leased")
+        expect(page.locator('.cell[data-ip="127.77.0.100"]')).to_have_attribute("data-state", "reserved")
+        expect(page.locator('.cell[data-ip="127.77.0.150"]')).to_have_attribute("data-state", "assigned")
+        expect(page.locator('.cell[data-ip="127.77.0.205"]')).to_have_attribute("data-state", "excluded")
+        expect(page.locator('.cell[data-ip="127.77.0.61"]')).to_have_attribute("data-state", "free")
+        assert page.locator(".map-grid .cell").count() == 256
+        cell.click()
+        info = page.locator(".map-info")
+        expect(info).to_contain_text(f"{leased} — leased — MAC 02:00:00:00:00:01")
+        expect(info).to_contain_text(XSS_HOSTNAME)  # shown as text
+        shot(page, "subnet")
+        # Keyboard: arrows move between cells.
+        page.locator('.cell[data-ip="127.77.0.0"]').focus()
+        page.keyboard.press("ArrowRight")
+        expect(info).to_contain_text("127.77.0.1 — ")
+        # As of a moment before any lease: the same address was only pool.
+        moment = page.evaluate(
+            """iso => { const d = new Date(iso); const p = n => String(n).padStart(2, "0");
+              return `${d.getFullYear()}-${p(d.getMonth()+1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`; }""",
+            plan["before"].isoformat(),
+        )
+        page.get_by_label("As of").fill(moment)
+        page.get_by_label("As of").dispatch_event("change")
+        expect(cell).to_have_attribute("data-state", "pool")
+        expect(page.get_by_test_id("as-of")).not_to_contain_text("now")
+        shot(page, "subnet-as-of")
+        page.get_by_role("button", name="Now").click()
+        expect(cell).to_have_attribute("data-state", "leased")
+        # From a cell to who held it: the history of that address.
+        cell.click()
+        page.get_by_role("link", name=f"History of {leased}").click()
+        expect(page.get_by_role("heading", name="History")).to_be_visible()
+        expect(page.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
+        assert v.dialogs == []
+
+    await browser.run(base, drive, token=tokens["viewer"])
+
+
+async def test_prefix_and_subnet_forms(appliance: runtime.Running, tokens: dict,
+                                       browser: BrowserThread, base: str) -> None:
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go("#/prefixes")
+        page.get_by_role("button", name="New prefix").click()
+        page.get_by_label("CIDR").fill("10.50.0.0/33")
+        page.get_by_role("button", name="Create prefix").click()
+        expect(page.locator(".field[data-field=cidr] .field-error")).not_to_be_empty()
+        page.get_by_label("CIDR").fill("10.50.0.0/16")
+        page.get_by_label("Description").fill("campus")
+        page.get_by_role("button", name="Create prefix").click()
+        expect(page.get_by_text("10.50.0.0/16")).to_be_visible()
+        page.get_by_role("button", name="Edit prefix 10.50.0.0/16").click()
+        page.get_by_label("Description").fill("campus north")
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_text("— campus north")).to_be_visible()
+
+        page.get_by_text("10.50.0.0/16").click()
+        page.get_by_role("button", name="New subnet in 10.50.0.0/16").click()
+        page.get_by_label("CIDR").fill("10.50.3.0/24")
+        page.get_by_label("Name", exact=True).fill("lab-b")
+        page.get_by_label("Gateway").fill("10.50.3.1")
+        page.get_by_label("PXE next server").fill("10.50.3.5")
+        page.get_by_label("PXE boot file").fill("pxelinux.0")
+        page.get_by_label("NTP servers (comma separated)").fill("10.50.3.6, 10.50.3.7")
+        page.get_by_role("button", name="Create subnet").click()
+        expect(page.get_by_role("heading", name="Subnet 10.50.3.0/24 — lab-b")).to_be_visible()
+        expect(page.locator("dd", has_text="pxelinux.0")).to_be_visible()
+        expect(page.locator("dd", has_text="10.50.3.6, 10.50.3.7")).to_be_visible()
+        page.get_by_role("button", name="Edit subnet").click()
+        page.get_by_label("Lease time (seconds)").fill("600")
+        page.get_by_label("DHCP enabled").uncheck()
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("dd", has_text="600")).to_be_visible()
+        expect(page.locator("dl.kv dd").nth(5)).to_have_text("no")
+        page.get_by_role("button", name="Delete subnet").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+        expect(page.get_by_role("heading", name="Prefixes and subnets")).to_be_visible()
+        page.get_by_role("button", name="Delete prefix 10.50.0.0/16").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+        expect(page.locator(".alert.ok")).to_have_text("prefix deleted.")
+        expect(page.get_by_text("10.50.0.0/16")).to_have_count(0)
+
+    await browser.run(base, drive, token=tokens["operator"])
