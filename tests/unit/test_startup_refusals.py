@@ -22,7 +22,7 @@ def test_half_a_tls_pair_is_refused(given: str, missing: str) -> None:
 
 
 def test_a_configured_pair_must_exist_and_match(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="cert.pem does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"cert\.pem does not exist"):
         load_pair(tmp_path / "cert.pem", tmp_path / "key.pem")
     cert, key = ensure_self_signed(tmp_path / "a")
     load_pair(cert, key)  # a real pair loads
