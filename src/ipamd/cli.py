@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from typing import Any
 
 from ipamd import __version__, logsetup
 from ipamd.config import Config, ConfigError, load, redacted
+from ipamd.db.bridge import DatabaseRefused
 from ipamd.db.cluster import ClusterError
 
 log = logging.getLogger("ipamd")
@@ -37,12 +39,35 @@ def cmd_db_server(args: argparse.Namespace) -> int:
     config = _config(args)
     logsetup.configure(config.logging.level)
     if not config.database.bundled:
-        log.error("database.dsn is set: the bundled postgres is not used")
-        return 2
+        # Supervisor starts this program on every box; with an external database it has
+        # nothing to run. Exiting would make supervisor restart it forever (BACKOFF), so
+        # say so once and idle until stopped.
+        log.info("database.dsn is set (external database): the bundled postgres is not "
+                 "used; idle until stopped")
+        _idle_until_stopped()
+        return 0
     cluster = runtime.bundled_cluster(config)
     cluster.init()
     cluster.exec_server(fast=not config.database.durable)
     return 0  # not reached
+
+
+def _idle_until_stopped() -> None:
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
+    while True:
+        signal.pause()
+
+
+def _refused(error: BaseException) -> DatabaseRefused | None:
+    """The DatabaseRefused in ``error`` (trio may hand it over inside a group), if any."""
+    if isinstance(error, DatabaseRefused):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _refused(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -120,3 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except KeyboardInterrupt:
         return 130
+    except (DatabaseRefused, BaseExceptionGroup) as error:
+        refused = _refused(error)
+        if refused is None:
+            raise
+        print(f"ipamd: {refused}", file=sys.stderr)
+        return 4

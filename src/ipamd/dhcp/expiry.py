@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 
-import asyncpg
 import trio
 
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
