@@ -42,20 +42,15 @@ def cmd_db_server(args: argparse.Namespace) -> int:
         # Supervisor starts this program on every box; with an external database it has
         # nothing to run. Exiting would make supervisor restart it forever (BACKOFF), so
         # say so once and idle until stopped.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
         log.info("database.dsn is set (external database): the bundled postgres is not "
                  "used; idle until stopped")
-        _idle_until_stopped()
-        return 0
+        while True:
+            signal.pause()
     cluster = runtime.bundled_cluster(config)
     cluster.init()
     cluster.exec_server(fast=not config.database.durable)
     return 0  # not reached
-
-
-def _idle_until_stopped() -> None:
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
-    while True:
-        signal.pause()
 
 
 def _refused(error: BaseException) -> DatabaseRefused | None:
