@@ -11,8 +11,10 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
+# `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
+LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 
-.PHONY: run setup test lint bench clean image system-run system-test system-bench venv console-vendor
+.PHONY: run setup test lint bench clean image system-run system-test system-bench venv console-vendor ha-lab
 
 venv: $(BIN)/.installed
 
@@ -63,6 +65,13 @@ lint: venv
 
 bench: system-bench venv
 	$(BIN)/python bench/run_all.py
+
+# Database failover under relayed DHCP load in network namespaces (10.77.16.0/24): etcd, two
+# Postgres under Patroni (synchronous_mode), two appliance nodes, a relay; kill -9 the leader's
+# postgres; prints Acks lost, double allocations and the time to the first new Ack.
+ha-lab: venv
+	$(call apt_ensure,$(LAB_PACKAGES))
+	$(BIN)/python bench/ha_lab.py run
 
 # Reproducible appliance artifact (see image/README.md).
 image: venv

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from typing import Any
 
 from ipamd import __version__, logsetup
 from ipamd.config import Config, ConfigError, load, redacted
+from ipamd.db.bridge import DatabaseRefused
 from ipamd.db.cluster import ClusterError
 
 log = logging.getLogger("ipamd")
@@ -37,8 +39,14 @@ def cmd_db_server(args: argparse.Namespace) -> int:
     config = _config(args)
     logsetup.configure(config.logging.level)
     if not config.database.bundled:
-        log.error("database.dsn is set: the bundled postgres is not used")
-        return 2
+        # Supervisor starts this program on every box; with an external database it has
+        # nothing to run. Exiting would make supervisor restart it forever (BACKOFF), so
+        # say so once and idle until stopped.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
+        log.info("database.dsn is set (external database): the bundled postgres is not "
+                 "used; idle until stopped")
+        while True:
+            signal.pause()
     cluster = runtime.bundled_cluster(config)
     cluster.init()
     cluster.exec_server(fast=not config.database.durable)
@@ -112,23 +120,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, ClusterError, BaseExceptionGroup) as error:
+    except (ConfigError, ClusterError, DatabaseRefused, BaseExceptionGroup) as error:
         refusal = _refusal(error)
         if refusal is None:
             raise
         if isinstance(refusal, ConfigError):
             print(f"ipamd: configuration error: {refusal}", file=sys.stderr)
             return 2
-        print(f"ipamd: bundled postgres: {refusal}", file=sys.stderr)
-        return 3
+        if isinstance(refusal, ClusterError):
+            print(f"ipamd: bundled postgres: {refusal}", file=sys.stderr)
+            return 3
+        print(f"ipamd: {refusal}", file=sys.stderr)  # the database refused us
+        return 4
     except KeyboardInterrupt:
         return 130
 
 
-def _refusal(error: BaseException) -> ConfigError | ClusterError | None:
+Refusal = ConfigError | ClusterError | DatabaseRefused
+
+
+def _refusal(error: BaseException) -> Refusal | None:
     """The start-up refusal behind ``error``: a service that cannot start inside the nursery
     reaches us wrapped in exception groups."""
-    if isinstance(error, ConfigError | ClusterError):
+    if isinstance(error, Refusal):
         return error
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:

@@ -22,8 +22,8 @@ from hypercorn.trio import serve
 
 from ipamd.api import idempotency
 from ipamd.api.app import create_app
-from ipamd.config import Config, ConfigError
-from ipamd.db.bridge import Database, asyncio_loop, run_once
+from ipamd.config import Config, ConfigError, redact_dsn
+from ipamd.db.bridge import Database, DatabaseRefused, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
 from ipamd.db.outage import is_connection_loss
@@ -105,10 +105,16 @@ async def prepare_database(config: Config) -> Database:
                 except (OSError, asyncpg.PostgresError) as error:
                     log.info("waiting for bundled postgres: %s", error.__class__.__name__)
                     await trio.sleep(0.5)
-    db = await Database.connect(
-        dsn, min_size=config.database.pool_min, max_size=config.database.pool_max,
-        timeout=timeout,
-    )
+    try:
+        db = await Database.connect(
+            dsn, min_size=config.database.pool_min, max_size=config.database.pool_max,
+            timeout=timeout,
+        )
+    except DatabaseRefused as error:
+        where = (f"database.dsn = {redact_dsn(dsn)}" if config.database.dsn
+                 else "the bundled postgres (database.user, database.name)")
+        raise DatabaseRefused(f"the database refused the connection ({error}); "
+                              f"check {where}") from None
     applied = await db.run(migrate)
     if applied:
         log.info("applied migrations %s", applied)

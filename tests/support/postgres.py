@@ -37,8 +37,15 @@ class PgServer:
     def restart(self) -> None:
         """Fast shutdown (backends are told the server is going) and start again, as a
         package upgrade or an operator would; returns once the server answers queries."""
+        self.stop_server()
+        self.start_server()
+
+    def stop_server(self) -> None:
+        """Fast shutdown, and stay down until ``start_server``: no database answers."""
         self.process.send_signal(signal.SIGINT)
         self.process.wait(timeout=30)
+
+    def start_server(self) -> None:
         self.process = self.cluster.spawn_server(fast=True, log_file=self.base / "postgres.log")
         _wait_ready(self.cluster, self.process)
 

@@ -43,6 +43,20 @@ async def asyncio_loop():  # type: ignore[no-untyped-def]
         yield loop
 
 
+# The server answered and said no: retrying cannot help, so start-up fails at once.
+_REFUSED: tuple[type[BaseException], ...] = (
+    asyncpg.InvalidAuthorizationSpecificationError,  # 28000: no such role, pg_hba says no
+    asyncpg.InvalidPasswordError,  # 28P01
+    asyncpg.InvalidCatalogNameError,  # 3D000: no such database
+    asyncpg.InsufficientPrivilegeError,  # 42501: no CONNECT privilege
+)
+
+
+class DatabaseRefused(ConnectionError):
+    """The database server refused us for good (credentials, rights, database name).
+    The message is the server's, which never holds the password."""
+
+
 class Database:
     """An asyncpg pool driven from trio.
 
@@ -66,6 +80,9 @@ class Database:
                 try:
                     pool = await trio_asyncio.aio_as_trio(_create_pool)(dsn, min_size, max_size)
                     return cls(pool, dsn)
+                except _REFUSED as error:
+                    # Waiting does not fix a wrong password, a missing role or database.
+                    raise DatabaseRefused(f"{error.__class__.__name__}: {error}") from None
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
                     last = error
                     log.info("database not reachable yet: %s", error.__class__.__name__)
@@ -100,8 +117,12 @@ class Database:
     async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.
 
-        The connection is held until the receive channel is closed. Notifications
-        that find the buffer full are dropped: listeners must also poll.
+        The listener has its own connection (not a pooled one: a pooled connection that
+        dies is detached from its proxy, and removing the listener then raises). When that
+        connection is lost (a restart, a failover) the channel ends: the caller LISTENs
+        again and polls once, since notifications sent meanwhile are gone. ``release()``
+        closes the connection; it never raises. Notifications that find the buffer full
+        are dropped: listeners must also poll.
         """
         send, receive = trio.open_memory_channel[str](buffer)
 
@@ -112,17 +133,43 @@ class Database:
             ):
                 send.send_nowait(payload)
 
-        conn = await trio_asyncio.aio_as_trio(self._pool.acquire)()
-        await trio_asyncio.aio_as_trio(conn.add_listener)(channel, on_notify)
+        def on_lost(_conn: Any) -> None:
+            send.close()  # ends the consumer's ``async for``: it listens again
+
+        try:
+            conn = await trio_asyncio.aio_as_trio(_listen_connection)(
+                self.dsn, channel, on_notify, on_lost
+            )
+        except Exception as error:
+            if is_connection_loss(error):
+                self.outage.lost(error)
+            raise
 
         async def release() -> None:
-            try:
-                await trio_asyncio.aio_as_trio(conn.remove_listener)(channel, on_notify)
-            finally:
-                await trio_asyncio.aio_as_trio(self._pool.release)(conn)
+            send.close()
+            with contextlib.suppress(Exception):
+                await trio_asyncio.aio_as_trio(conn.close)(timeout=2)
+            if not conn.is_closed():
+                conn.terminate()
 
         receive.release = release  # type: ignore[attr-defined]
         return receive
+
+
+async def _listen_connection(
+    dsn: str, channel: str, on_notify: Callable[..., None], on_lost: Callable[..., None]
+) -> asyncpg.Connection:
+    # Same DSN as the pool: with several hosts and target_session_attrs=read-write it
+    # finds the primary, like every other connection of the process.
+    conn = await asyncpg.connect(dsn, timeout=10, server_settings={
+        "application_name": "ipamd-listen"})
+    try:
+        await conn.add_listener(channel, on_notify)
+        conn.add_termination_listener(on_lost)
+    except BaseException:
+        conn.terminate()
+        raise
+    return conn
 
 
 async def _no_reset(_conn: asyncpg.Connection) -> None:

@@ -39,12 +39,16 @@ def available() -> list[Migration]:
 
 async def migrate(conn: asyncpg.Connection) -> list[int]:
     """Apply every migration not yet applied; returns the versions applied now."""
-    await conn.execute(
-        """CREATE TABLE IF NOT EXISTS schema_migrations (
-               version integer PRIMARY KEY,
-               name text NOT NULL,
-               applied_at timestamptz NOT NULL DEFAULT now())"""
-    )
+    async with conn.transaction():
+        # Under the lock too: two nodes starting together on a fresh database would both
+        # create the table, and one fails ("duplicate key ... pg_type_typname_nsp_index").
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            """CREATE TABLE IF NOT EXISTS schema_migrations (
+                   version integer PRIMARY KEY,
+                   name text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now())"""
+        )
     applied_now = []
     for migration in available():
         async with conn.transaction():

@@ -37,7 +37,11 @@ _LOST_WORDS = ("connection is closed", "connection was closed", "cannot switch t
 
 
 def is_connection_loss(error: BaseException) -> bool:
-    """Whether ``error`` means the database connection was lost or could not be made."""
+    """Whether ``error`` means the database connection was lost or could not be made.
+
+    A group (several tasks of one nursery failed together) is a loss when all of it is."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(is_connection_loss(e) for e in error.exceptions)
     if isinstance(error, _LOST_SERVER):
         return True
     if isinstance(error, (OSError, EOFError)):  # refused, reset, timed out, socket gone

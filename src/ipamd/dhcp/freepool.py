@@ -10,6 +10,7 @@ every pick.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Container
 
@@ -17,9 +18,14 @@ from ipamd.dhcp.plan import Pool, Subnet
 
 
 class AddressPicker:
-    def __init__(self) -> None:
+    def __init__(self, spread: str = "") -> None:
         # Next offset to try in each pool (survives plan reloads: keyed by pool id).
         self._cursor: dict[uuid.UUID, int] = {}
+        # Several nodes on one database (docs/scale-out.md) each start their walk at a
+        # different, stable place in every pool (from the node name): walking from the
+        # same start, they would keep picking the addresses the other just took and lose
+        # commits to the unique index. Empty (one node): from the pool's start.
+        self._spread = spread
         # Pools found full, with the subnet's free-generation at that time.
         self._full: dict[uuid.UUID, int] = {}
         self._generation: dict[uuid.UUID, int] = {}
@@ -55,7 +61,10 @@ class AddressPicker:
     ) -> int | None:
         if pool.size == 0:
             return None
-        start = self._cursor.get(pool.id, 0) % pool.size
+        start = self._cursor.get(pool.id, -1)
+        if start < 0:
+            start = _spread_start(self._spread, pool.id, pool.size)
+        start %= pool.size
         offset = 0
         # Walk the segments from the cursor, wrapping once around the pool.
         for lo, hi in pool.segments:
@@ -80,3 +89,10 @@ class AddressPicker:
             else:
                 ip += 1
         return None
+
+
+def _spread_start(spread: str, pool_id: uuid.UUID, size: int) -> int:
+    if not spread:
+        return 0
+    digest = hashlib.sha256(f"{spread}/{pool_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % size

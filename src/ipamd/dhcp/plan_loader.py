@@ -23,6 +23,8 @@ from ipamd.dhcp.settings import TRUSTED_RELAYS
 log = logging.getLogger("ipamd.dhcp.plan")
 
 CHANNEL = "ipamd_dhcp_plan"
+# After a lost listener: how soon to LISTEN again (the poll covers the gap meanwhile).
+LISTEN_RETRY_SECONDS = 0.5
 _ZERO = "'0.0.0.0'::inet"
 
 _SUBNETS = f"""
@@ -97,9 +99,15 @@ class PlanHolder:
 
     async def _listen(self) -> None:
         # A lost listener must not stop the server: the poll keeps working meanwhile.
+        first = True
         while True:
             try:
                 channel = await self.db.listen(CHANNEL)
+                if not first:
+                    # Listening again after a lost connection (restart, failover): changes
+                    # notified meanwhile were not heard, so look once now.
+                    self._wake.set()
+                first = False
                 try:
                     async for _payload in channel:
                         self._wake.set()
@@ -109,7 +117,8 @@ class PlanHolder:
             except DB_ERRORS as error:
                 log_failure(self._log, error, "plan listener lost (%s); retrying",
                             error.__class__.__name__)
-            await trio.sleep(1.0)
+            first = False
+            await trio.sleep(LISTEN_RETRY_SECONDS)
 
     async def _refresh_loop(self) -> None:
         since_full = 0.0

@@ -82,7 +82,8 @@ class DhcpServer:
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
         self.env = Env(
-            config=config, plan=self.plans.current, cache=self.cache, picker=AddressPicker(),
+            config=config, plan=self.plans.current, cache=self.cache,
+            picker=AddressPicker(state.config.node_name),
             trusted=TrustedRelays(config.trusted_relays), counters=self.counters,
             server_id=server_id,
         )

@@ -45,6 +45,7 @@ RECORD_TRIES = 5
 RECORD_LINGER_SECONDS = 0.05
 PURGE_INTERVAL_SECONDS = 3600.0
 SHUTDOWN_GRACE_SECONDS = 2.0
+LISTEN_RETRY_SECONDS = 0.5
 
 
 def node_name(state: AppState) -> str:
@@ -99,15 +100,39 @@ class Scheduler:
         with contextlib.suppress(trio.WouldBlock):
             self._kick_send.send_nowait(None)
 
-    async def listen(self, notifications: trio.MemoryReceiveChannel[str]) -> None:
-        async for _payload in notifications:
-            self.kick()
+    async def listen(self) -> None:
+        """LISTEN for new rows; after a lost connection (restart, failover) LISTEN again on
+        whichever server is the primary now, and look once: what was notified meanwhile
+        was not heard. A lost listener never stops the scheduler (the poll goes on)."""
+        while True:
+            try:
+                notifications = await self.state.db.listen(queue.CHANNEL)
+                try:
+                    self.kick()
+                    async for _payload in notifications:
+                        self.kick()
+                finally:
+                    with trio.CancelScope(shield=True), trio.move_on_after(
+                            SHUTDOWN_GRACE_SECONDS):
+                        await notifications.release()  # type: ignore[attr-defined]
+            except DB_ERRORS as error:
+                log_failure(self._db_log, error, "outbox listener lost (%s); retrying",
+                            error.__class__.__name__)
+            await trio.sleep(LISTEN_RETRY_SECONDS)
 
     async def claimer(self) -> None:
         while True:
             with trio.move_on_after(self.config.poll_interval_seconds):
                 await self._kick_recv.receive()
-            await self.claim_until_dry()
+            try:
+                await self.claim_until_dry()
+            except DB_ERRORS as error:
+                # No primary right now: nothing was claimed. Look again soon rather than a
+                # whole poll interval later, so deliveries resume promptly once it is back.
+                log_failure(self._db_log, error, "outbox claim failed (%s); retrying",
+                            error.__class__.__name__)
+                await trio.sleep(LISTEN_RETRY_SECONDS)
+                self.kick()
 
     async def claim_until_dry(self) -> None:
         want = 1  # idle: claim as soon as one job fits, for latency
@@ -172,10 +197,14 @@ class Scheduler:
                     batch.append(self._done_recv.receive_nowait())
                 except trio.WouldBlock:
                     break
-            await self.record(batch)
+            await self.record(batch, tries=None)
 
-    async def record(self, batch: list[Outcome]) -> None:
-        for tries_left in range(RECORD_TRIES - 1, -1, -1):
+    async def record(self, batch: list[Outcome], tries: int | None = RECORD_TRIES) -> None:
+        """Record outcomes, retrying ``tries`` times (None: until it works — the recorder,
+        which must not die with a lost database and would otherwise deliver again)."""
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 states = await self.state.db.transaction(
                     queue.record_outcomes, batch, self.config.max_attempts, self.node
@@ -184,7 +213,7 @@ class Scheduler:
             except DB_ERRORS as error:
                 # Unrecorded outcomes are not lost work: their rows come back after the
                 # claim timeout and are delivered again (at least once).
-                if not tries_left:
+                if tries is not None and attempt >= tries:
                     raise
                 log_failure(self._db_log, error, "outbox could not record %d outcomes (%s); "
                             "retrying", len(batch), error)
@@ -248,10 +277,9 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
     )
     async with client:
         scheduler = Scheduler(state, build_handlers(state, client))
-        notifications = await state.db.listen(queue.CHANNEL)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(scheduler.listen, notifications)
+                nursery.start_soon(scheduler.listen)
                 nursery.start_soon(scheduler.recorder)
                 for _ in range(config.workers):
                     nursery.start_soon(scheduler.worker)
@@ -263,5 +291,3 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
                 task_status.started()
         finally:
             await scheduler.wind_down()
-            with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE_SECONDS):
-                await notifications.release()  # type: ignore[attr-defined]

@@ -90,3 +90,17 @@ def test_picker_walks_segments_and_wraps() -> None:
     got = [picker.pick(subnet, frozenset(), set(), set()) for _ in range(6)]
     assert got == [ip(a) for a in ("10.77.1.10", "10.77.1.11", "10.77.1.19", "10.77.1.20",
                                     "10.77.1.10", "10.77.1.11")]
+
+
+def test_nodes_with_different_names_start_their_walk_apart() -> None:
+    """Two nodes on one database must not walk a pool in lockstep (issue 16): each starts
+    at a stable place of its own; one unnamed node starts at the pool's start."""
+    import uuid as _uuid
+
+    from ipamd.dhcp.freepool import _spread_start
+
+    pool_id = _uuid.UUID("01920000-0000-7000-8000-000000000001")
+    a, b = (_spread_start(name, pool_id, 15_000) for name in ("node-a", "node-b"))
+    assert a != b
+    assert _spread_start("node-a", pool_id, 15_000) == a  # stable across processes
+    assert _spread_start("", pool_id, 15_000) == 0
