@@ -10,6 +10,7 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
+TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
 .PHONY: run setup test lint bench clean image system-run system-test system-bench venv console-vendor
