@@ -189,7 +189,7 @@ async def supervise(
 
 
 async def _observed(name: str, service: Service, state: AppState, readiness: _Readiness) -> None:
-    """Run the service once; state.services[name] is True from its started() to its end."""
+    """Run the service once; state.running_services[name] is True from its started() to its end."""
 
     class _Mark:
         def started(self, value: None = None) -> None:
@@ -204,7 +204,7 @@ async def _observed(name: str, service: Service, state: AppState, readiness: _Re
 
 def _mark(state: AppState | None, name: str, running: bool) -> None:
     if state is not None:  # (unit tests supervise with no state)
-        state.services[name] = running
+        state.running_services[name] = running
 
 
 async def _watch_signals(stop: trio.Event) -> None:
@@ -252,7 +252,7 @@ async def run(
 
                 binds = await nursery.start(api)
                 state.api_binds = list(binds)
-                state.services["api"] = True
+                state.running_services["api"] = True
                 for name, service in services(state):
                     await nursery.start(supervise, name, service, state)
                 if handle_signals:

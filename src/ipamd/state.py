@@ -51,5 +51,5 @@ class AppState:
     dhcp: DhcpControl | None = None
     # This node's services, enabled ones only, and whether each runs now (the supervisor
     # keeps it; the node heartbeat reports it). The API's binds once it listens.
-    services: dict[str, bool] = field(default_factory=dict)
+    running_services: dict[str, bool] = field(default_factory=dict)
     api_binds: list[str] = field(default_factory=list)

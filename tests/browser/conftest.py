@@ -46,7 +46,7 @@ async def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any
 async def relay(appliance: runtime.Running, relay_sock: socket.socket,
                 nursery: trio.Nursery) -> Relay:
     found = Relay(trio.socket.from_stdlib_socket(relay_sock),
-                  appliance.state.services["dhcp"].addresses[0])
+                  appliance.state.dhcp.addresses[0])  # type: ignore[union-attr]
     nursery.start_soon(found.run)
     return found
 

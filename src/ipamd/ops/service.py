@@ -49,7 +49,7 @@ class Heartbeat:
         started = dt.datetime.fromtimestamp(self.state.started_at, dt.UTC)
         self.node_id = await self.state.db.run(
             nodes.register, self.name, __version__, os.getpid(), started,
-            _addresses(self.state), dict(self.state.services), _dhcp(self.state),
+            _addresses(self.state), dict(self.state.running_services), _dhcp(self.state),
         )
 
     async def beat(self) -> None:
@@ -59,7 +59,7 @@ class Heartbeat:
                 return
             alive = await self.state.db.run(
                 nodes.heartbeat, self.node_id, _addresses(self.state),
-                dict(self.state.services), _dhcp(self.state),
+                dict(self.state.running_services), _dhcp(self.state),
             )
             if not alive:
                 log.info("node %s was retired while running: registering again", self.name)

@@ -40,7 +40,7 @@ async def _status(config: Path) -> subprocess.CompletedProcess[bytes]:
 
 async def test_status_probe(appliance: runtime.Running, dsn: str, tmp_path: Path) -> None:
     with trio.fail_after(10):
-        while not appliance.state.services.get("ops"):
+        while not appliance.state.running_services.get("ops"):
             await trio.sleep(0.1)
     await trio.sleep(0.5)  # a heartbeat with every service marked running
     ok = await _status(_toml(tmp_path, dsn, outbox=False))
@@ -54,7 +54,7 @@ async def test_status_probe(appliance: runtime.Running, dsn: str, tmp_path: Path
 
     appliance.stop.set()
     with trio.fail_after(10):
-        while appliance.state.services.get("ops"):
+        while appliance.state.running_services.get("ops"):
             await trio.sleep(0.1)
     await trio.sleep(0.3)
     stopped = await _status(_toml(tmp_path, dsn, outbox=False))
