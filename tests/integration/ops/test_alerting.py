@@ -136,7 +136,8 @@ async def _scenario(
         made[name] = reply.json()
     assert "pd-routing-key-1" not in str(made)
     rules = await admin.patch("/settings/alert-rules",
-                              json={"utilisation_percent": 100, "utilisation_clear_percent": 50})
+                              json={"utilisation_percent": 100, "utilisation_clear_percent": 50,
+                                    "drops_per_minute": 5, "drops_clear_per_minute": 1})
     assert rules.status_code == 200, rules.text
     bad = await admin.patch("/settings/alert-rules", json={"utilisation_clear_percent": 100})
     assert bad.status_code == 422
@@ -172,6 +173,24 @@ async def _scenario(
 
         await _until(refused, "no_address alert")
 
+        # Packets from a relay nobody trusted: the drop-rate alert opens, then clears once the
+        # rate falls (an evaluation later with no new drops).
+        stranger = relay_socket("127.78.0.1")
+        try:
+            for _ in range(30):
+                stranger.sendto(request(o.DISCOVER, b"\x02\x00\x00\x00\x0e\xee",
+                                        giaddr="127.78.0.1").to_bytes(), relay.server)
+        finally:
+            stranger.close()
+
+        async def drops(status: str) -> list[dict[str, Any]]:
+            items = (await viewer.get("/alerts", params={"status": status})).json()["items"]
+            return [a for a in items if a["rule"] == "dhcp_drops"]
+
+        await _until(lambda: drops("open"), "dhcp_drops alert")
+        await _until(lambda: drops("cleared"), "dhcp_drops alert cleared")
+        assert not await drops("open")
+
         async def am_alerts(active: bool) -> list[dict[str, Any]]:
             async with httpx.AsyncClient() as c:
                 got = (await c.get(am + "/api/v2/alerts", params={
@@ -187,11 +206,13 @@ async def _scenario(
             return [r.json() for r in receiver.received if r.path == path
                     and all(r.json().get(k) == v for k, v in match.items())]
 
-        trigger = (await _until(lambda: at("/pd", event_action="trigger"), "pager trigger"))[0]
+        trigger = (await _until(lambda: at("/pd", event_action="trigger",
+                                           dedup_key=f"ipamd-{alert['id']}"), "pager trigger"))[0]
         assert trigger["routing_key"] == "pd-routing-key-1"
         assert trigger["dedup_key"] == f"ipamd-{alert['id']}"
         assert trigger["payload"]["source"] == "ipamd"
-        await _until(lambda: at("/generic", event="opened"), "generic opened")
+        generic = await _until(lambda: at("/generic", event="opened"), "generic opened")
+        assert alert["id"] in {g["alert"]["id"] for g in generic}
 
         async def mailed(state: str) -> list[dict[str, Any]]:
             return [m for m in mails.messages if m["subject"].startswith(f"[ipamd] {state}")
@@ -222,9 +243,13 @@ async def _scenario(
         return [a for a in items if a["id"] == alert["id"] and a["status"] == "cleared"]
 
     await _until(cleared, "the alert cleared")
-    resolve = (await _until(lambda: at("/pd", event_action="resolve"), "pager resolve"))[0]
-    assert resolve["dedup_key"] == trigger["dedup_key"]
-    await _until(lambda: at("/generic", event="cleared"), "generic cleared")
+    await _until(lambda: at("/pd", event_action="resolve", dedup_key=trigger["dedup_key"]),
+                 "pager resolve")
+
+    async def generic_cleared() -> bool:
+        return alert["id"] in {g["alert"]["id"] for g in await at("/generic", event="cleared")}
+
+    await _until(generic_cleared, "generic cleared")
     await _until(lambda: mailed("CLEARED"), "mail about the clearing")
 
     async def resolved() -> bool:
