@@ -50,4 +50,7 @@ def judge(row: dict[str, Any] | None, name: str, expected: list[str], ops_enable
             return [f"node {name} stopped at {row['stopped_at']:%Y-%m-%d %H:%M:%S}Z"]
         return [f"node {name} silent for {float(row['silent_seconds']):.0f} s"]
     services = row["services"] or {}
-    return [f"service {s} is not running" for s in expected if not services.get(s)]
+    # What the configuration enables, and whatever else the node itself runs (a service
+    # added later, e.g. dns, is judged without this list knowing it).
+    every = list(dict.fromkeys([*expected, *services]))
+    return [f"service {s} is not running" for s in every if not services.get(s)]

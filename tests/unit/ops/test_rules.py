@@ -76,8 +76,12 @@ def test_status_judge() -> None:
     now = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)
     row = {"up": True, "stopped_at": None, "silent_seconds": 1.0,
            "services": {"api": True, "ops": True, "dhcp": False}}
-    assert status.judge(row, "n", ["api", "ops"], True) == []
     assert status.judge(row, "n", ["api", "dhcp"], True) == ["service dhcp is not running"]
+    healthy = {**row, "services": {"api": True, "ops": True}}
+    assert status.judge(healthy, "n", ["api", "ops"], True) == []
+    # A service the node reports but the list does not know is judged too.
+    extra = {**row, "services": {"api": True, "dns": False}}
+    assert status.judge(extra, "n", ["api"], True) == ["service dns is not running"]
     assert "never registered" in status.judge(None, "n", ["api"], True)[0]
     assert "stopped" in status.judge({**row, "up": False, "stopped_at": now}, "n", [], True)[0]
     assert "silent for 99 s" in status.judge(
