@@ -91,6 +91,8 @@ def check_settings(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
                 raise invalid("settings.username", "1 to 256 characters")
             if "password_ref" not in raw:
                 raise invalid("settings.password_ref", "required with a username")
+            if not starttls:  # never a password in clear text over the network
+                raise invalid("settings.starttls", "must be true when a username is given")
             out["username"] = username
             out["password_ref"] = _ref("password_ref", raw["password_ref"])
         elif "password_ref" in raw:

@@ -49,6 +49,8 @@ def test_destination_settings() -> None:
         ("smtp", {"host": "m", "from": "a@b", "to": ["x@y"], "username": "u"},
          "settings.password_ref"),
         ("smtp", {"host": "m", "from": "a@b", "to": ["x@y"], "port": 0}, "settings.port"),
+        ("smtp", {"host": "m", "from": "a@b", "to": ["x@y"], "starttls": False, "username": "u",
+                  "password_ref": "env:SMTP_PASSWORD"}, "settings.starttls"),
         ("pager", {"routing_key_ref": "the-key-itself"}, "settings.routing_key_ref"),
     ]
     for kind, settings, field in cases:
