@@ -71,6 +71,15 @@ async def test_ops_pages(appliance: runtime.Running, tokens: dict, plan: dict,
         page.get_by_role("button", name="Create alert destination").click()
         expect(page.get_by_role("cell", name="pager duty", exact=True)).to_be_visible()
         expect(page.get_by_role("cell", name="https://events.pagerduty.com/v2/enqueue")).to_be_visible()
+        v.go("#/alerts")
+        page.get_by_label("utilisation clear percent").fill("95")
+        page.get_by_role("button", name="Save thresholds").click()
+        expect(page.locator(".field[data-field=utilisation_clear_percent] .field-error")
+               ).to_contain_text("hysteresis")
+        page.get_by_label("utilisation clear percent").fill("80")
+        page.get_by_role("button", name="Save thresholds").click()
+        expect(page.locator("dl.kv").first).to_contain_text("80")
+        v.go("#/alert-destinations")
         injected = page.evaluate("document.querySelectorAll('main img[src=x]').length")
         assert injected == 0
         shot(page, "alert-destinations")
@@ -78,3 +87,5 @@ async def test_ops_pages(appliance: runtime.Running, tokens: dict, plan: dict,
     await browser.run(base, as_admin, token=tokens["admin"])
     made = (await admin.get("/settings/alert-destinations")).json()["items"]
     assert {d["name"] for d in made} == {XSS_HOSTNAME, "pager duty"}
+    rules = (await admin.get("/settings/alert-rules")).json()
+    assert rules["utilisation_clear_percent"] == 80.0

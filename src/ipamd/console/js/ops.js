@@ -2,7 +2,7 @@
 import { can, del, get, patch, post } from "./api.js";
 import { h } from "./dom.js";
 import { crudSection } from "./crud.js";
-import { badge, bar, errorBox, fmtTime, link, pagedTable, section } from "./ui.js";
+import { badge, bar, errorBox, fmtTime, form, link, pagedTable, section } from "./ui.js";
 
 const table = (caption, heads, rows) => h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption },
   h("table", { class: "table" }, h("caption", {}, caption),
@@ -107,6 +107,11 @@ export async function alertsPage(view, { params }) {
   await list.ready;
   const rules = await get("/settings/alert-rules");
   const sec = section("Thresholds", h("dl", { class: "kv" }, Object.entries(rules).map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
+  if (can("admin")) {
+    sec.append(form({ title: "Change thresholds", submitLabel: "Save thresholds", initial: rules,
+      fields: Object.keys(rules).map((k) => ({ name: k, label: k.replaceAll("_", " "), type: "number" })),
+      onSubmit: async (v) => { await patch("/settings/alert-rules", v); window.dispatchEvent(new HashChangeEvent("hashchange")); } }));
+  }
   view.append(sec);
 }
 
