@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -136,3 +137,13 @@ async def operator(appliance: runtime.Running, tokens: dict[str, str]) -> AsyncI
 async def viewer(appliance: runtime.Running, tokens: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     async with _client(appliance, tokens["viewer"]) as client:
         yield client
+
+
+@pytest.fixture
+def relay_sock() -> Iterator[socket.socket]:
+    """A UDP socket on a loopback address posing as a DHCP relay (tests/integration/dhcp)."""
+    from tests.integration.dhcp.harness import relay_socket
+
+    sock = relay_socket()
+    yield sock
+    sock.close()

@@ -151,11 +151,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except ConfigError as error:
-        print(f"ipamd: configuration error: {error}", file=sys.stderr)
-        return 2
-    except ClusterError as error:
-        print(f"ipamd: bundled postgres: {error}", file=sys.stderr)
+    except (ConfigError, ClusterError, BaseExceptionGroup) as error:
+        refusal = _refusal(error)
+        if refusal is None:
+            raise
+        if isinstance(refusal, ConfigError):
+            print(f"ipamd: configuration error: {refusal}", file=sys.stderr)
+            return 2
+        print(f"ipamd: bundled postgres: {refusal}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         return 130
+
+
+def _refusal(error: BaseException) -> ConfigError | ClusterError | None:
+    """The start-up refusal behind ``error``: a service that cannot start inside the nursery
+    reaches us wrapped in exception groups."""
+    if isinstance(error, ConfigError | ClusterError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _refusal(inner)
+            if found is not None:
+                return found
+    return None

@@ -61,6 +61,14 @@ class ApiConfig(Section):
     def _public(cls, value: list[str]) -> list[str]:
         return [_check_listen(v) for v in value]
 
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ApiConfig:
+        # Half a pair would silently serve the self-signed certificate instead.
+        if bool(self.tls_cert) != bool(self.tls_key):
+            missing = "tls_key" if self.tls_cert else "tls_cert"
+            raise ValueError(f"tls_cert and tls_key go together: {missing} is empty")
+        return self
+
     @field_validator("loopback_listen")
     @classmethod
     def _loopback(cls, value: str) -> str:

@@ -22,17 +22,18 @@ from hypercorn.trio import serve
 
 from ipamd.api import idempotency
 from ipamd.api.app import create_app
-from ipamd.config import Config
+from ipamd.config import Config, ConfigError
 from ipamd.db.bridge import Database, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
 from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
+from ipamd.dhcp.sockets import interface_addresses
 from ipamd.ops import service as ops_service
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
-from ipamd.tls import ensure_self_signed
+from ipamd.tls import ensure_self_signed, load_pair
 from ipamd.workers import history_retention, housekeeping
 
 log = logging.getLogger("ipamd")
@@ -127,8 +128,14 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     if config.api.public_enabled and config.api.public_listen:
         if config.api.tls_cert and config.api.tls_key:
             cert, key = config.path(config.api.tls_cert), config.path(config.api.tls_key)
+            try:
+                load_pair(cert, key)
+            except (OSError, ValueError) as error:
+                # Named here, not as a traceback from deep inside hypercorn's TLS set-up.
+                raise ConfigError(f"api.tls_cert / api.tls_key: {error}") from None
         else:
-            cert, key = ensure_self_signed(config.path(config.state_dir) / "tls")
+            cert, key = ensure_self_signed(config.path(config.state_dir) / "tls",
+                                           interface_addresses())
         hc.certfile, hc.keyfile = str(cert), str(key)
         hc.bind = list(config.api.public_listen)
         hc.insecure_bind = [config.api.loopback_listen]

@@ -6,6 +6,8 @@ import datetime as dt
 import ipaddress
 import os
 import socket
+import ssl
+from collections.abc import Iterable
 from pathlib import Path
 
 from cryptography import x509
@@ -14,8 +16,27 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def ensure_self_signed(directory: Path) -> tuple[Path, Path]:
-    """Return (cert, key) under ``directory``, generating them once (key mode 0600)."""
+def load_pair(cert: Path, key: Path) -> None:
+    """Raise OSError/ValueError naming the file when a configured pair cannot serve TLS."""
+    for path in (cert, key):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as error:
+        raise ValueError(f"{cert} and {key} are not a usable certificate and key: "
+                         f"{error.reason or error}") from None
+
+
+def ensure_self_signed(
+    directory: Path, addresses: Iterable[ipaddress.IPv4Address | ipaddress.IPv6Address] = ()
+) -> tuple[Path, Path]:
+    """Return (cert, key) under ``directory``, generating them once (key mode 0600).
+
+    The names are the host name, localhost, loopback and ``addresses`` (the host's own, so a
+    client that pins the certificate can reach the box by IP). Delete the directory to make a
+    new pair after the addresses change.
+    """
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     if cert_path.exists() and key_path.exists():
         return cert_path, key_path
@@ -39,6 +60,7 @@ def ensure_self_signed(directory: Path) -> tuple[Path, Path]:
                     x509.DNSName("localhost"),
                     x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                     x509.IPAddress(ipaddress.ip_address("::1")),
+                    *(x509.IPAddress(address) for address in addresses),
                 ]
             ),
             critical=False,

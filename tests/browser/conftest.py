@@ -14,7 +14,7 @@ import trio
 from ipamd import runtime
 from ipamd.dhcp import options as o
 from tests.browser.harness import BrowserThread, chromium_available
-from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket
+from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section
 from tests.unit.dhcp.packets import mac_bytes, request
 
 
@@ -28,13 +28,6 @@ def browser() -> Iterator[BrowserThread]:
         yield thread
     finally:
         thread.close()
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture

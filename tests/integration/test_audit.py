@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 
 from ipamd.api.idempotency import purge_expired
 from ipamd.core import audit
@@ -24,6 +25,9 @@ async def test_record_writes_entry_and_event_in_one_go(db: Database):
     assert payload["before"] == {"a": 1} and payload["after"] == {"a": 2}
     assert set(payload) == {"id", "at", "actor", "action", "object_type", "object_id",
                             "before", "after"}
+    # The event's time is written as the API writes times (RFC 3339, UTC, "Z").
+    assert payload["at"].endswith("Z")
+    assert dt.datetime.fromisoformat(payload["at"]) == entry["at"]
 
 
 async def test_rolled_back_mutation_leaves_no_audit(db: Database):

@@ -37,7 +37,8 @@ def test_redact_dsn(dsn: str, shown: str) -> None:
 
 def test_redacted_config_keeps_everything_else() -> None:
     config = parse({"database": {"dsn": f"postgresql://u:{SECRET}@h/db", "pool_max": 7},
-                    "api": {"tls_key": "/etc/ipamd/key.pem"}})
+                    "api": {"tls_cert": "/etc/ipamd/cert.pem",
+                            "tls_key": "/etc/ipamd/key.pem"}})
     shown = redacted(config)
     assert shown["database"]["dsn"] == f"postgresql://u:{REDACTED}@h/db"
     assert shown["database"]["pool_max"] == 7

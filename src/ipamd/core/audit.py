@@ -18,7 +18,9 @@ WITH entry AS (
 ), event AS (
     INSERT INTO events (topic, payload)
     SELECT $7, jsonb_build_object(
-        'id', id, 'at', at, 'actor', actor, 'action', action, 'object_type', object_type,
+        -- 'at' as the API writes times (RFC 3339, UTC, Z), not jsonb's +00:00
+        'id', id, 'at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'actor', actor, 'action', action, 'object_type', object_type,
         'object_id', object_id, 'before', before, 'after', after)
     FROM entry
 )

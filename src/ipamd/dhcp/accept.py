@@ -35,6 +35,18 @@ def accept(tx: Exchange, env: Env) -> str | None:
         except MalformedPacket as error:
             return error.reason
         if (sid is not None and sid not in env.server_ids and sid != tx.local_ip
-                and sid != env.server_id):
+                and sid != env.server_id and not _overridden_to(tx, sid)):
             return "not_for_us"
     return None
+
+
+def _overridden_to(tx: Exchange, sid: int) -> bool:
+    """The (trusted) relay told the client our identifier is ``sid`` (RFC 5107): the rare
+    path, so option 82 is parsed here only when the identifier is not one of ours."""
+    if not tx.msg.giaddr:
+        return False
+    try:
+        info = tx.msg.relay_agent_info
+    except MalformedPacket:
+        return False  # the subnet stage drops it with the reason
+    return info is not None and info.server_id_override == sid

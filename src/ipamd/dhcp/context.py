@@ -42,8 +42,8 @@ class Exchange:
 
     __slots__ = (
         "attempts", "born", "circuit_id", "classes", "client_key", "endpoint", "fqdn",
-        "hostname", "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "src_ip",
-        "src_port", "subnet",
+        "hostname", "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "sid_override",
+        "src_ip", "src_port", "subnet",
     )
 
     def __init__(
@@ -66,6 +66,9 @@ class Exchange:
         self.fqdn: str | None = None
         self.circuit_id: bytes | None = None
         self.remote_id: bytes | None = None
+        # RFC 5107: the trusted relay's server identifier override (0: none); it names us in
+        # option 54 of every reply, and a client's Request naming it is for us.
+        self.sid_override = 0
         self.op: Op | None = None
         self.attempts = 0
 

@@ -96,7 +96,7 @@ def _fqdn_reply(raw: bytes, subnet: Subnet) -> bytes | None:
 def build(tx: Exchange, env: Env, mtype: int, yiaddr: int = 0, message: str | None = None) -> bytes:
     """The encoded reply of type ``mtype`` (OFFER, ACK or NAK) for ``tx``."""
     msg = tx.msg
-    sid = env.server_id or tx.local_ip
+    sid = tx.sid_override or env.server_id or tx.local_ip
     reply = DhcpMessage.reply_to(msg, mtype, yiaddr=yiaddr, server_id=sid or None)
     if mtype == NAK:
         if message:

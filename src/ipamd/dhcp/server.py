@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from ipamd.config import ConfigError
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.codec import MalformedPacket, parse
@@ -111,16 +112,20 @@ class DhcpServer:
 
     def _open_sockets(self) -> None:
         wildcard_needs_pktinfo = not self.config.server_id
+        key, value = "dhcp.listen", ""
         try:
             for value in self.config.listen:
                 self.endpoints.append(open_listen(value, wildcard_needs_pktinfo))
             if self.config.interfaces:
+                key = "dhcp.interfaces"
                 port = split_listen(self.config.listen[0])[1] if self.config.listen else 67
-                for name in self.config.interfaces:
-                    self.endpoints.append(open_interface(name, port))
-        except OSError:
+                for value in self.config.interfaces:
+                    self.endpoints.append(open_interface(value, port))
+        except OSError as error:
             self._close_sockets()
-            raise
+            # A start-up refusal the operator can act on, not a traceback (cli prints it).
+            raise ConfigError(f"{key} {value!r}: cannot open: {error.strerror or error}"
+                              ) from None
         ids = {ep.local_ip for ep in self.endpoints if ep.local_ip}
         ids |= {ep.interface_ip for ep in self.endpoints if ep.interface_ip}
         if self.env.server_id:

@@ -78,6 +78,19 @@ def interface_address(name: str) -> int:
     return int.from_bytes(packed[20:24], "big")
 
 
+def interface_addresses() -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address of this host's interfaces, loopback left out (for certificates)."""
+    found = []
+    for _, name in socket.if_nameindex():
+        try:
+            address = ipaddress.IPv4Address(interface_address(name))
+        except OSError:  # no IPv4 address on it
+            continue
+        if not address.is_loopback and address not in found:
+            found.append(address)
+    return found
+
+
 def open_interface(name: str, port: int) -> Endpoint:
     """A socket bound to one device (needs CAP_NET_RAW), for clients on that segment."""
     address = interface_address(name)

@@ -4,7 +4,8 @@ Relayed (giaddr set; the relay is already trusted by the accept stage): the link
 selection sub-option of option 82 (RFC 3527), else option 118 (RFC 3011), else
 giaddr. Not relayed: ciaddr for a client that has an address (renew, release,
 inform), else the served interface the packet came in on. Also records the relay
-agent's circuit and remote ids on the transaction.
+agent's circuit and remote ids, and its server identifier override (RFC 5107), on the
+exchange.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def select_subnet(tx: Exchange, env: Env) -> str | None:
         if info is not None:
             tx.circuit_id = info.circuit_id
             tx.remote_id = info.remote_id
+            tx.sid_override = info.server_id_override or 0
             link = info.link_selection or 0
         if not link:
             try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from ipamd.db.bridge import Database
 from ipamd.dhcp.server import DhcpServer
 from ipamd.state import AppState
 from tests.conftest import make_config
-from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket
+from tests.integration.dhcp.harness import Relay, dhcp_section
 
 
 @dataclass
@@ -23,13 +23,6 @@ class Running:
     relay: Relay
     state: AppState
     db: Database
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,13 +17,6 @@ from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_
 from tests.unit.dhcp.packets import mac_bytes, request
 
 ROGUE_IP = "127.78.0.1"
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,18 +17,11 @@ import pytest
 import trio
 
 from ipamd.db.bridge import Database
-from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket
+from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section
 from tests.integration.history.dhcp_clients import Dhcp
 
 CIDR = "127.77.0.0/16"
 PLAN_WAIT = 10.0  # seconds for the server to load a plan made through the API
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def roundtrip(msg: DhcpMessage) -> DhcpMessage:
 
 
 def relay_info(circuit: bytes | None = None, remote: bytes | None = None,
-               link: str | None = None) -> bytes:
+               link: str | None = None, sid_override: str | None = None) -> bytes:
     out = b""
     if circuit is not None:
         out += bytes((1, len(circuit))) + circuit
@@ -65,4 +65,6 @@ def relay_info(circuit: bytes | None = None, remote: bytes | None = None,
         out += bytes((2, len(remote))) + remote
     if link is not None:
         out += bytes((5, 4)) + ip(link).to_bytes(4, "big")
+    if sid_override is not None:
+        out += bytes((11, 4)) + ip(sid_override).to_bytes(4, "big")
     return out

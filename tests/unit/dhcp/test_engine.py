@@ -12,7 +12,7 @@ from ipamd.dhcp.engine import MAX_ATTEMPTS, DhcpReply, decide, finish
 from ipamd.dhcp.leasecache import Lease
 from ipamd.dhcp.leasestore import Op, OpKind
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_env, make_plan, pool_row, tx_for
-from tests.unit.dhcp.packets import ip, request
+from tests.unit.dhcp.packets import ip, relay_info, request
 
 MAC = bytes.fromhex("001a2b3c4d5e")
 KEY = b"\x01" + MAC
@@ -262,3 +262,43 @@ def test_inform_gets_options_without_a_lease() -> None:
     assert ack.message_type == o.ACK and ack.yiaddr == 0 and ack.ciaddr == ip("10.77.1.50")
     assert o.LEASE_TIME not in ack.options and o.RENEWAL not in ack.options
     assert ack.options[o.SUBNET_MASK] == bytes((255, 255, 255, 0))
+
+
+# ---------------------------------------------------------------------- RFC 5107
+
+
+OVERRIDE = "10.77.1.1"  # the relay's own address on the client's link, as routers use it
+
+
+def test_server_identifier_override_names_the_relay_address_in_every_reply() -> None:
+    env = make_env()
+    agent = {o.RELAY_AGENT: relay_info(circuit=b"eth0", sid_override=OVERRIDE)}
+    tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY, extra=agent))
+    op = decide(tx, env)
+    assert isinstance(op, Op)
+    _commit_ok(op)
+    offer = _reply(finish(tx, env))
+    assert offer.server_id == ip(OVERRIDE)
+    assert offer.options[o.RELAY_AGENT] == agent[o.RELAY_AGENT]  # echoed as received
+
+
+def test_request_naming_the_override_is_for_us_and_acked() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.100", "offered"))
+    agent = {o.RELAY_AGENT: relay_info(sid_override=OVERRIDE)}
+    tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, requested="10.77.1.100",
+                        server_id=OVERRIDE, extra=agent))
+    op = decide(tx, env)
+    assert isinstance(op, Op) and op.kind == OpKind.ACK
+    _commit_ok(op, "granted", ttl=3600)
+    ack = _reply(finish(tx, env))
+    assert ack.message_type == o.ACK and ack.server_id == ip(OVERRIDE)
+
+
+def test_request_naming_another_server_without_override_is_not_for_us() -> None:
+    env = make_env()
+    env.cache.put(_lease("10.77.1.100", "offered"))
+    for extra in ({}, {o.RELAY_AGENT: relay_info(sid_override="10.77.1.9")}):
+        tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, requested="10.77.1.100",
+                            server_id=OVERRIDE, extra=extra))
+        assert decide(tx, env) == "not_for_us"  # dropped: the client chose another server
