@@ -7,7 +7,7 @@ scrapes /api/v1/metrics with a bearer token meanwhile."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -33,13 +33,6 @@ POOL = ("127.77.0.10", "127.77.0.13")  # four addresses
 pytestmark = pytest.mark.skipif(
     not (monitoring.binary("prometheus") and monitoring.binary("prometheus-alertmanager")),
     reason="needs the Debian packages prometheus and prometheus-alertmanager (make test)")
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture
