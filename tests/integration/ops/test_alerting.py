@@ -84,6 +84,7 @@ async def test_pool_alert_reaches_every_destination(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: dict[str, Any],
 ) -> None:
     monkeypatch.setenv(PD_ENV, "pd-routing-key-1")
+    monkeypatch.setenv("IPAMD_TEST_STAR_SECRET", "star-secret")
     stack: list[AbstractContextManager[Any]] = []
     try:
         am = await _enter(monitoring.alertmanager(tmp_path), stack)
@@ -128,6 +129,11 @@ async def _scenario(
         assert reply.status_code == 201, reply.text
         made[name] = reply.json()
     assert "pd-routing-key-1" not in str(made)
+    # A webhook on every topic: it gets lease events, never alert events (spec §6).
+    star = await admin.post("/webhooks", json={
+        "name": "star", "url": receiver.url("/star", host="hook.test"),
+        "secret_ref": "env:IPAMD_TEST_STAR_SECRET", "topics": "*"})
+    assert star.status_code == 201, star.text
     rules = await admin.patch("/settings/alert-rules",
                               json={"utilisation_percent": 100, "utilisation_clear_percent": 50,
                                     "drops_per_minute": 5, "drops_clear_per_minute": 1})
@@ -255,5 +261,7 @@ async def _scenario(
     # Opened once, cleared once (hysteresis): one alert row for the pool, in history.
     history = (await viewer.get("/alerts")).json()["items"]
     assert len([a for a in history if a["rule"] == "pool_utilisation"]) == 1
+    star_topics = {r.topic for r in receiver.received if r.path == "/star"}
+    assert "lease.granted" in star_topics and not any(t.startswith("alert.") for t in star_topics)
     work = (await viewer.get("/outbox", params={"kind": "alert"})).json()["items"]
     assert work and all(r["state"] == "delivered" for r in work), work
