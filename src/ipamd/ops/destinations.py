@@ -111,6 +111,13 @@ def _out(row: asyncpg.Record) -> dict[str, Any]:
     return out
 
 
+def audited(row: dict[str, Any]) -> dict[str, Any]:
+    """The destination as the audit log keeps it: viewers read the log, and a *_ref says
+    where a secret lives, so it reads (redacted) there, as a webhook's secret_ref does."""
+    settings = {k: "(redacted)" if k.endswith("_ref") else v for k, v in row["settings"].items()}
+    return {**row, "settings": settings}
+
+
 async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -> dict[str, Any]:
     settings = check_settings(values["kind"], values["settings"])
     row = await conn.fetchrow(
@@ -121,7 +128,8 @@ async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -
     if row is None:
         raise conflict(f"an alert destination named {values['name']!r} exists")
     out = _out(row)
-    await audit.record(conn, actor, "create", "alert_destination", out["id"], None, out)
+    await audit.record(conn, actor, "create", "alert_destination", out["id"], None,
+                       audited(out))
     return out
 
 
@@ -159,7 +167,8 @@ async def update(conn: asyncpg.Connection, actor: str, destination_id: uuid.UUID
         """UPDATE alert_destinations SET name = $2, settings = $3::jsonb, enabled = $4,
                updated_at = now() WHERE id = $1 RETURNING *""",
         destination_id, name, settings, enabled))
-    await audit.record(conn, actor, "update", "alert_destination", destination_id, before, after)
+    await audit.record(conn, actor, "update", "alert_destination", destination_id,
+                       audited(before), audited(after))
     return after
 
 
@@ -174,5 +183,5 @@ async def delete(conn: asyncpg.Connection, actor: str, destination_id: uuid.UUID
                claim = NULL, claimed_by = NULL, updated_at = now()
            WHERE kind = 'alert' AND target = $1 AND state IN ('pending', 'retrying')""",
         str(destination_id))
-    await audit.record(conn, actor, "delete", "alert_destination", destination_id, _out(row),
-                       None)
+    await audit.record(conn, actor, "delete", "alert_destination", destination_id,
+                       audited(_out(row)), None)

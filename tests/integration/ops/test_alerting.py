@@ -129,6 +129,8 @@ async def _scenario(
         assert reply.status_code == 201, reply.text
         made[name] = reply.json()
     assert "pd-routing-key-1" not in str(made)
+    logged = (await viewer.get("/audit", params={"object_type": "alert_destination"})).json()
+    assert logged["items"] and f"env:{PD_ENV}" not in str(logged)  # where secrets live: admin only
     # A webhook on every topic: it gets lease events, never alert events (spec §6).
     star = await admin.post("/webhooks", json={
         "name": "star", "url": receiver.url("/star", host="hook.test"),
