@@ -10,6 +10,7 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
+TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_dhcp.py", "bench_ipam.py", "bench_outbox.py", "bench_history.py"]
+ORDER = ["bench_dhcp.py", "bench_ipam.py", "bench_outbox.py", "bench_history.py",
+         "bench_dashboard.py"]
 
 
 def main(argv: list[str]) -> int:

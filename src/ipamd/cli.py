@@ -1,4 +1,4 @@
-"""`ipamd run | db-server | migrate | token | check-config`."""
+"""`ipamd run | db-server | migrate | token | status | check-config`."""
 
 from __future__ import annotations
 
@@ -91,6 +91,41 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    """The token-free probe: 0 when the database answers and every enabled service of this
+    node heartbeats as running; 1 naming what is not."""
+    import socket
+
+    import trio
+
+    from ipamd import runtime
+    from ipamd.db.bridge import run_once, run_sync
+    from ipamd.ops import status
+
+    config = _config(args)
+    logsetup.configure("ERROR")
+    name = config.node_name or socket.gethostname()
+
+    async def go() -> dict[str, Any] | None:
+        with trio.fail_after(args.timeout):
+            return await run_once(runtime.database_dsn(config), status.node_row, name,
+                                  config.ops.node_down_seconds)
+
+    try:
+        row = run_sync(go)
+    except Exception as error:  # any failure to answer is "the database does not answer"
+        print(f"ipamd status: database does not answer: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return 1
+    problems = status.judge(row, name, status.expected_services(config), config.ops.enabled)
+    for problem in problems:
+        print(f"ipamd status: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"ipamd status: ok: node {name}, database answers, services running: "
+              f"{', '.join(status.expected_services(config))}")
+    return 1 if problems else 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
     print(json.dumps(redacted(config), indent=2))  # never a password (issue 10)
@@ -114,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--name", required=True)
     token.add_argument("--role", choices=["admin", "operator", "viewer"], default="admin")
     token.set_defaults(fn=cmd_token)
+    probe = sub.add_parser("status", help="probe this node (no token): exit 0 when the "
+                           "database answers and every enabled service runs")
+    probe.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    probe.set_defaults(fn=cmd_status)
     sub.add_parser(
         "check-config", help="validate the TOML file and print it (passwords redacted)"
     ).set_defaults(fn=cmd_check_config)

@@ -181,6 +181,22 @@ class HistoryConfig(Section):
     sweep_interval_seconds: float = Field(default=3600.0, gt=0)
 
 
+class OpsConfig(Section):
+    """Node heartbeats and the alert evaluator (ops room)."""
+
+    enabled: bool = True
+    heartbeat_seconds: float = Field(default=10.0, gt=0, le=3600)
+    node_down_seconds: float = Field(default=60.0, gt=0)
+    alert_interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _down_outlives_heartbeat(self) -> OpsConfig:
+        # A node must miss more than one heartbeat before it is called down.
+        if self.node_down_seconds <= self.heartbeat_seconds:
+            raise ValueError("node_down_seconds must exceed heartbeat_seconds")
+        return self
+
+
 class LoggingConfig(Section):
     level: str = "INFO"
     access_log: bool = True
@@ -204,6 +220,7 @@ class Config(Section):
     license: LicenseConfig = LicenseConfig()
     audit: AuditConfig = AuditConfig()
     history: HistoryConfig = HistoryConfig()
+    ops: OpsConfig = OpsConfig()
     logging: LoggingConfig = LoggingConfig()
 
     def path(self, value: str) -> Path:

@@ -30,6 +30,7 @@ from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
 from ipamd.dhcp.sockets import interface_addresses
+from ipamd.ops import service as ops_service
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed, load_pair
@@ -52,6 +53,8 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     if state.config.dhcp.enabled:
         found.append(("dhcp", dhcp_server.run))
         found.append(("dhcp_expiry", dhcp_expiry.run))
+    if state.config.ops.enabled:
+        found.append(("ops", ops_service.run))  # node heartbeat + alert evaluator (issue 14)
     return found
 
 
@@ -178,10 +181,11 @@ async def supervise(
     """
     readiness = _Readiness(task_status)
     delay = 0.5
+    _mark(state, name, False)
     while True:
         began = trio.current_time()
         try:
-            await service(state, task_status=readiness)
+            await _observed(name, service, state, readiness)
             log.warning("service %s returned; restarting", name)
         except Exception as error:
             if not readiness.ready:
@@ -195,6 +199,25 @@ async def supervise(
             delay = 0.5
         await trio.sleep(delay)
         delay = min(delay * 2, 30.0)
+
+
+async def _observed(name: str, service: Service, state: AppState, readiness: _Readiness) -> None:
+    """Run the service once; state.running_services[name] is True from its started() to its end."""
+
+    class _Mark:
+        def started(self, value: None = None) -> None:
+            _mark(state, name, True)
+            readiness.started(value)
+
+    try:
+        await service(state, task_status=_Mark())
+    finally:
+        _mark(state, name, False)
+
+
+def _mark(state: AppState | None, name: str, running: bool) -> None:
+    if state is not None:  # (unit tests supervise with no state)
+        state.running_services[name] = running
 
 
 async def _watch_signals(stop: trio.Event) -> None:
@@ -241,6 +264,8 @@ async def run(
                         api_done.set()
 
                 binds = await nursery.start(api)
+                state.api_binds = list(binds)
+                state.running_services["api"] = True
                 for name, service in services(state):
                     await nursery.start(supervise, name, service, state)
                 if handle_signals:

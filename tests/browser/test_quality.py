@@ -63,7 +63,8 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         "leases": "#/leases", "search": f"#/search?q={ip}", "history": f"#/history?ip={ip}",
         "work": "#/work", "webhooks": "#/webhooks", "tokens": "#/tokens", "audit": "#/audit",
         "client-classes": "#/client-classes", "tenants": "#/tenants", "settings": "#/settings",
-        "license": "#/license",
+        "license": "#/license", "nodes": "#/nodes", "alerts": "#/alerts",
+        "alert-destinations": "#/alert-destinations",
     }
     source = axe_source()
 

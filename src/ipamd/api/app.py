@@ -26,6 +26,7 @@ from ipamd.api.router import (
     parse_query,
     render,
 )
+from ipamd.api.routes import alert_destinations as alert_destination_routes
 from ipamd.api.routes import (
     assignments,
     audit,
@@ -46,11 +47,13 @@ from ipamd.api.routes import (
 )
 from ipamd.api.routes import history as history_routes
 from ipamd.api.routes import leases as lease_routes
+from ipamd.api.routes import ops as ops_routes
 from ipamd.api.routes import outbox as outbox_routes
 from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
 from ipamd.core.errors import DomainError
 from ipamd.db.outage import is_connection_loss
+from ipamd.ops.metrics import ApiLatency
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"
@@ -62,6 +65,7 @@ ROUTERS: list[Router] = [health.router, tokens.router, audit.router, history_rou
 ROUTERS += [whoami.router]  # the console shows the caller's name and role (issue 12)
 ROUTERS += [webhook_routes.router, outbox_routes.router]
 ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
+ROUTERS += [ops_routes.router, alert_destination_routes.router]  # operations (issue 14)
 ROUTERS += [
     tenants.router, prefixes.router, subnets.router, pools.router, excludes.router,
     reservations.router, assignments.router, options.router, client_classes.router,
@@ -110,6 +114,7 @@ def create_app(state: AppState) -> QuartTrio:
     app.config["JSON_SORT_KEYS"] = False
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     limiter = SlidingWindow()
+    latency: ApiLatency = state.counters.setdefault("api_latency", ApiLatency())
 
     @app.before_request
     async def _begin() -> Response | None:
@@ -138,6 +143,9 @@ def create_app(state: AppState) -> QuartTrio:
         response.headers["X-Request-Id"] = getattr(g, "request_id", "")
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Content-Type-Options"] = "nosniff"
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        latency.observe(request.method, rule, response.status_code,
+                        time.perf_counter() - getattr(g, "started", time.perf_counter()))
         if state.config.logging.access_log:
             started = getattr(g, "started", time.perf_counter())
             access_log.info(

@@ -62,6 +62,7 @@ class Committer:
         self.workers = workers
         self.busy_seconds = 0.0  # time batches spent in the database (commit included)
         self.in_flight = 0  # batches in the database now
+        self.last_seconds = 0.0  # the batch just committed (on_done reads it)
         self._sessions: Database | None = None
         self._queue: list[Exchange] = []  # first served: Requests, Releases, Declines
         self._later: list[Exchange] = []  # Discovers
@@ -122,7 +123,8 @@ class Committer:
                 ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
             finally:
                 self.in_flight -= 1
-            self.busy_seconds += time.perf_counter() - started
+            self.last_seconds = time.perf_counter() - started  # read by on_done
+            self.busy_seconds += self.last_seconds
             self.on_done(batch, ok)
 
     def _fresh(self, batch: list[Exchange]) -> list[Exchange]:

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ipamd.core.histogram import SIZE_BUCKETS, Histogram
 from ipamd.dhcp.options import MESSAGE_TYPE_NAMES
 
 # Why a packet got no answer. Parser reasons (options.REASONS) are counted under their
@@ -39,16 +40,21 @@ DROP_REASONS = frozenset(
 class DhcpCounters:
     """Counters kept by the server; one instance per running server."""
 
-    __slots__ = ("batches", "commit_seconds", "committed_ops", "conflicts", "drops", "leases",
-                 "live", "received", "sent")
+    __slots__ = ("batch_sizes", "batches", "commit_latency", "commit_seconds", "committed_ops",
+                 "conflicts", "drops", "leases", "live", "received", "refused", "sent")
 
     def __init__(self) -> None:
         self.received: Counter[int] = Counter()
         self.sent: Counter[int] = Counter()
         self.drops: Counter[str] = Counter()
+        # no_address drops by subnet id: which subnet had to refuse a client.
+        self.refused: Counter[str] = Counter()
         # Transitions committed by this node (granted, renewed, released, declined, expired).
         self.leases: Counter[str] = Counter()
         self.batches = 0
+        # Group commit: ops per batch and seconds per batch (the metrics' histograms).
+        self.batch_sizes = Histogram(SIZE_BUCKETS)
+        self.commit_latency = Histogram()
         self.committed_ops = 0
         # Picks the database refused (another request or node held the address first).
         self.conflicts = 0
@@ -69,6 +75,7 @@ class DhcpCounters:
             "received": named(self.received),
             "sent": named(self.sent),
             "drops": dict(self.drops),
+            "refused_by_subnet": dict(self.refused),
             "lease_transitions": dict(self.leases),
             "leases_by_state": self.live(),
             "commit_batches": self.batches,

@@ -255,6 +255,8 @@ class DhcpServer:
                 self._send(tx, outcome)  # type: ignore[arg-type]
             else:
                 counters.drops[outcome] += 1  # type: ignore[index]
+                if outcome == "no_address" and tx.subnet is not None:
+                    counters.refused[str(tx.subnet.id)] += 1  # the no_address alert's input
         except MalformedPacket as error:
             counters.drops[error.reason] += 1
         except Exception:
@@ -266,6 +268,8 @@ class DhcpServer:
         counters = self.counters
         counters.batches += 1
         counters.committed_ops += len(batch)
+        counters.batch_sizes.observe(len(batch))
+        counters.commit_latency.observe(self.committer.last_seconds)
         env = self.env
         if ok:
             self.stats.added(sum(1 for tx in batch if tx.op.ok and (  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 
 CHANNEL = "ipamd_outbox"
-KINDS = ("webhook", "dns")
+KINDS = ("webhook", "dns", "alert")
 STATES = ("pending", "retrying", "delivered", "failed")
 QUEUED = ("pending", "retrying")
 

@@ -14,6 +14,7 @@ event rows, and the fan-out trigger adds the delivery rows in the same statement
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -25,9 +26,11 @@ import asyncpg
 import trio
 
 from ipamd.config import OutboxConfig
+from ipamd.core.histogram import Histogram
 from ipamd.db.outage import DB_ERRORS, Throttle, is_connection_loss, log_failure
+from ipamd.outbox import alert_delivery, queue
 from ipamd.outbox import client as http_client
-from ipamd.outbox import queue
+from ipamd.outbox.alert_delivery import AlertDeliverer
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
 from ipamd.outbox.queue import Job, Outcome
@@ -91,6 +94,7 @@ class Scheduler:
         self._jobs_send, self._jobs_recv = trio.open_memory_channel[Job](self.capacity)
         self._done_send, self._done_recv = trio.open_memory_channel[Outcome](math.inf)
         self.in_flight: dict[uuid.UUID, Job] = {}
+        self.latency: dict[str, Histogram] = state.counters.setdefault("outbox_latency", {})
         self.counters: dict[str, int] = state.counters.setdefault(
             "outbox", {"claimed": 0, "delivered": 0, "retrying": 0, "failed": 0, "stale": 0}
         )
@@ -219,7 +223,9 @@ class Scheduler:
                             "retrying", len(batch), error)
                 await trio.sleep(0.5)
         for outcome in batch:
-            self.in_flight.pop(outcome.job_id, None)
+            job = self.in_flight.pop(outcome.job_id, None)
+            if job is not None:  # delivery latency by kind, for the metrics
+                self.latency.setdefault(job.kind, Histogram()).observe(outcome.duration_ms / 1e3)
             state = states.get(outcome.job_id)
             if state is None:
                 self.counters["stale"] += 1  # another worker took the row over meanwhile
@@ -264,7 +270,11 @@ def build_handlers(state: AppState, client: http_client.Client) -> dict[str, Han
     adding its handler here: rows of kinds without a handler are never claimed."""
     config = state.config.outbox
     webhooks = WebhookDeliverer(client, config, Backoff.from_config(config))
-    return {"webhook": webhooks.deliver}
+    alerts = AlertDeliverer(  # alert destinations (issue 14)
+        client, config, Backoff.from_config(config),
+        functools.partial(state.db.run, alert_delivery.fetch_destination),
+        Resolver(config.hosts_file))
+    return {"webhook": webhooks.deliver, "alert": alerts.deliver}
 
 
 async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:

@@ -21,7 +21,8 @@ router = Router("outbox")
 
 
 class OutboxQuery(paging.PageQuery):
-    kind: Literal["webhook", "dns"] | None = Field(default=None, description="webhook or dns")
+    kind: Literal["webhook", "dns", "alert"] | None = Field(
+        default=None, description="webhook, dns or alert")
     state: Literal["pending", "retrying", "delivered", "failed"] | None = None
     topic: str | None = Field(default=None, description="one topic, e.g. lease.granted")
     webhook_id: uuid.UUID | None = None

@@ -3,6 +3,7 @@ import { call, can, del, get, patch, post, query } from "./api.js";
 import { clear, h } from "./dom.js";
 import { crudSection } from "./crud.js";
 import { addressMap } from "./map.js";
+import * as opsPages from "./ops.js";
 import {
   badge, bar, confirmDialog, errorBox, fmtTime, form, link, notice, pagedTable, secretBox, section,
 } from "./ui.js";
@@ -25,60 +26,6 @@ async function loadTenantField() {
 }
 const code = (text) => h("code", {}, text ?? "");
 const dash = (v) => (v === null || v === undefined || v === "" ? "—" : String(v));
-
-// ---- Dashboard --------------------------------------------------------------------------
-
-async function countOf(path, params) {
-  const page = await get(path, { ...params, limit: 1000 });
-  return page.next_cursor ? `${page.items.length}+` : String(page.items.length);
-}
-
-async function dashboard(view) {
-  view.append(h("h1", {}, "Dashboard"));
-  const grid = h("div", { class: "cards" });
-  view.append(grid);
-  const license = section("License use");
-  const leases = section("Leases by state");
-  const outbox = section("Outbox");
-  const util = section("Subnet utilisation (worst first)");
-  grid.append(license, leases, outbox);
-  view.append(util);
-
-  const tasks = [];
-  tasks.push(get("/license").then((l) => {
-    const pct = l.max_managed_ips ? (100 * l.managed_ips) / l.max_managed_ips : 0;
-    license.append(h("p", { class: "big" }, `${l.managed_ips} of ${l.max_managed_ips}`),
-      bar(pct, "license"), h("p", { class: "muted" }, `tier ${l.tier}; ${l.available} available`));
-  }).catch((e) => license.append(errorBox(e))));
-
-  const states = ["active", "offered", "declined", "expired", "released"];
-  tasks.push(Promise.all(states.map((s) => countOf("/leases", { state: s }))).then((counts) => {
-    leases.append(h("dl", { class: "stats" }, states.map((s, i) => [
-      h("dt", {}, link(`#/leases?state=${s}`, s)), h("dd", {}, counts[i])])));
-  }).catch((e) => leases.append(errorBox(e))));
-
-  const backlog = ["pending", "retrying", "failed"];
-  tasks.push(Promise.all(backlog.map((s) => countOf("/outbox", { state: s }))).then((counts) => {
-    outbox.append(h("dl", { class: "stats" }, backlog.map((s, i) => [
-      h("dt", {}, link(`#/work?state=${s}`, s)), h("dd", { class: s === "failed" && counts[i] !== "0" ? "bad" : "" }, counts[i])])));
-  }).catch((e) => outbox.append(errorBox(e))));
-
-  tasks.push((async () => {
-    // One utilisation request per subnet (no bulk resource yet): bounded to 50, so the page
-    // stays far below the public face's 300 requests a minute.
-    const page = await get("/subnets", { limit: 50 });
-    const rows = await Promise.all(page.items.map(async (s) => ({ s, u: await get(`/subnets/${s.id}/utilisation`) })));
-    rows.sort((a, b) => b.u.percent_used - a.u.percent_used);
-    if (!rows.length) { util.append(h("p", { class: "muted" }, "No subnets yet. ", link("#/prefixes", "Create a prefix and its subnets."))); return; }
-    util.append(h("table", { class: "table" },
-      h("thead", {}, h("tr", {}, ["Subnet", "Name", "Used", "Size", "Utilisation"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows.map(({ s, u }) => h("tr", {},
-        h("td", {}, link(`#/subnets/${s.id}`, s.cidr)), h("td", {}, s.name), h("td", {}, String(u.used)),
-        h("td", {}, String(u.size)), h("td", {}, bar(u.percent_used, s.cidr)))))));
-    if (page.next_cursor) util.append(h("p", { class: "muted" }, "The first 50 subnets are shown, worst first."));
-  })().catch((e) => util.append(errorBox(e))));
-  await Promise.all(tasks);
-}
 
 // ---- Prefixes → subnets tree ------------------------------------------------------------
 
@@ -606,7 +553,11 @@ async function licensePage(view) {
 }
 
 export const routes = [
-  [/^\/$/, dashboard],
+  [/^\/$/, opsPages.dashboard],  // one GET /dashboard (issue 14)
+  [/^\/nodes$/, opsPages.nodes],
+  [/^\/nodes\/([0-9a-f-]{36})$/, opsPages.nodePage],
+  [/^\/alerts$/, opsPages.alertsPage],
+  [/^\/alert-destinations$/, opsPages.alertDestinations],
   [/^\/prefixes$/, prefixes],
   [/^\/subnets\/([0-9a-f-]{36})$/, subnetPage],
   [/^\/leases$/, leases],

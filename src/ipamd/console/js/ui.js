@@ -80,7 +80,7 @@ function controlFor(field, value, id, describedBy) {
   if (field.type === "checkbox") {
     return h("input", { ...common, type: "checkbox", checked: value ?? field.default ?? false });
   }
-  if (field.type === "textarea") {
+  if (field.type === "textarea" || field.type === "json") {  // json: an object, shown as JSON
     const text = value === undefined || value === null ? ""
       : typeof value === "object" ? JSON.stringify(value, null, 1) : String(value);
     return h("textarea", { ...common, rows: field.rows || 3, value: text });

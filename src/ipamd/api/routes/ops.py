@@ -1,0 +1,152 @@
+"""Operations: /nodes, /dashboard, /alerts, /settings/alert-rules and /metrics (Prometheus)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from quart import Response
+
+from ipamd.api import paging
+from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.schemas import Page
+from ipamd.ops import alerts, dashboard, metrics, nodes
+
+router = Router("operations")
+
+
+class NodeOut(BaseModel):
+    id: uuid.UUID
+    name: str = Field(description="node_name from the TOML file, or the host name")
+    version: str
+    pid: int
+    status: Literal["up", "down"] = Field(
+        description="down once silent for ops.node_down_seconds, or stopped")
+    started_at: dt.datetime
+    last_seen_at: dt.datetime
+    stopped_at: dt.datetime | None
+    addresses: dict[str, Any] = Field(description="where it listens: api, dhcp")
+    services: dict[str, bool] = Field(description="enabled services and whether each runs")
+    dhcp: dict[str, Any] | None = Field(description="its DHCP counters at the last heartbeat")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class NodeList(BaseModel):
+    items: list[NodeOut]
+
+
+def _down(ctx: RequestContext) -> float:
+    return ctx.state.config.ops.node_down_seconds
+
+
+@router.route("GET", "/nodes", role="viewer", summary="Appliance nodes on this database",
+              response=NodeList, errors=(401, 403))
+async def list_nodes(ctx: RequestContext) -> dict[str, Any]:
+    return {"items": await ctx.run(nodes.list_all, _down(ctx))}
+
+
+@router.route("GET", "/nodes/{node_id}", role="viewer", summary="One node",
+              response=NodeOut, errors=(401, 403, 404))
+async def get_node(ctx: RequestContext, node_id: uuid.UUID) -> dict[str, Any]:
+    return await ctx.run(nodes.get, _down(ctx), node_id)
+
+
+@router.route("DELETE", "/nodes/{node_id}", role="admin",
+              summary="Retire a node that is down (a node that is up: 409)",
+              status=204, errors=(401, 403, 404, 409))
+async def delete_node(ctx: RequestContext, node_id: uuid.UUID) -> Reply:
+    await ctx.tx(nodes.delete, ctx.actor, _down(ctx), node_id)
+    return Reply(None, 204)
+
+
+class AlertOut(BaseModel):
+    id: uuid.UUID
+    rule: str = Field(description="pool_utilisation, subnet_utilisation, no_address, "
+                      "outbox_failed, outbox_backlog, dns_delivery_failed, node_down, license, "
+                      "dhcp_drops")
+    subject: str = Field(description="what it is about: a pool or subnet id, a node, a kind")
+    status: Literal["open", "cleared"]
+    severity: str
+    summary: str
+    value: float | None
+    threshold: float | None
+    opened_at: dt.datetime
+    cleared_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class AlertQuery(paging.PageQuery):
+    status: Literal["open", "cleared"] | None = None
+
+
+@router.route("GET", "/alerts", role="viewer", summary="Alerts, open and cleared, newest first",
+              query=AlertQuery, response=Page[AlertOut], errors=(400, 401, 403))
+async def list_alerts(ctx: RequestContext) -> dict[str, Any]:
+    q: AlertQuery = ctx.query
+    limit = paging.limit_of(q, ctx.state.config.limits)
+    before = paging.after(q, [uuid.UUID])
+    rows = await ctx.run(alerts.list_page, q.status, before[0] if before else None, limit)
+    return paging.page(rows, limit, key=lambda r: [r["id"]])
+
+
+class AlertRules(BaseModel):
+    utilisation_percent: float
+    utilisation_clear_percent: float
+    license_percent: float
+    license_clear_percent: float
+    outbox_backlog_seconds: float
+    outbox_failed_hours: float
+    drops_per_minute: float
+    drops_clear_per_minute: float
+    no_address_quiet_seconds: float
+
+
+class AlertRulesPatch(Body):
+    """Only the thresholds given change; an alert clears below its clear threshold."""
+
+    utilisation_percent: float | None = None
+    utilisation_clear_percent: float | None = None
+    license_percent: float | None = None
+    license_clear_percent: float | None = None
+    outbox_backlog_seconds: float | None = None
+    outbox_failed_hours: float | None = None
+    drops_per_minute: float | None = None
+    drops_clear_per_minute: float | None = None
+    no_address_quiet_seconds: float | None = None
+
+
+@router.route("GET", "/settings/alert-rules", role="viewer", summary="Alert thresholds",
+              response=AlertRules, errors=(401, 403))
+async def get_alert_rules(ctx: RequestContext) -> dict[str, Any]:
+    return await ctx.run(alerts.get_rules)
+
+
+@router.route("PATCH", "/settings/alert-rules", role="admin", summary="Change alert thresholds",
+              body=AlertRulesPatch, response=AlertRules, errors=(401, 403, 422))
+async def patch_alert_rules(ctx: RequestContext) -> dict[str, Any]:
+    body: AlertRulesPatch = ctx.body
+    changes = {k: v for k, v in body.model_dump(include=body.model_fields_set).items()
+               if v is not None}
+    return await ctx.tx(alerts.set_rules, ctx.actor, changes)
+
+
+@router.route("GET", "/dashboard", role="viewer",
+              summary="Everything the dashboard shows, in one request",
+              response=dashboard.DashboardOut, errors=(401, 403))
+async def get_dashboard(ctx: RequestContext) -> dict[str, Any]:
+    config = ctx.state.config
+    return await ctx.run(dashboard.build, config.license.tier, config.license.max_managed_ips,
+                         config.ops.node_down_seconds)
+
+
+@router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
+              errors=(401, 403), content_types=("text/plain",))
+async def get_metrics(ctx: RequestContext) -> Response:
+    data = await ctx.run(metrics.gather, ctx.state.config.ops.node_down_seconds)
+    latency = ctx.state.counters.setdefault("api_latency", metrics.ApiLatency())
+    body = metrics.render(ctx.state, data, latency)
+    return Response(body, status=200, content_type=metrics.CONTENT_TYPE)

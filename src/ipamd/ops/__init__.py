@@ -1,0 +1,1 @@
+"""Operations: node heartbeats, the dashboard, alerts and their destinations, metrics."""

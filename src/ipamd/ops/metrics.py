@@ -1,0 +1,158 @@
+"""Prometheus text for /api/v1/metrics, built with prometheus-client at scrape time.
+
+In-memory parts (DHCP counters and histograms, outbox counters and delivery latency, API
+request latency) are read from AppState; database parts (leases, pools, outbox rows, nodes)
+come from one unit of work per scrape. Cardinality is bounded: message types and drop reasons
+are fixed sets, routes are templates, pools are the worst POOL_SERIES_MAX only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from ipamd.core.histogram import Histogram
+from ipamd.ops import figures, nodes
+from ipamd.state import AppState
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+POOL_SERIES_MAX = 50
+# Fixed label sets: anything else a counter holds is summed under "other".
+MESSAGE_TYPES = ("discover", "offer", "request", "decline", "ack", "nak", "release", "inform")
+
+
+class ApiLatency:
+    """Request latency by (method, route template, status class): a bounded label set."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str, str], Histogram] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        key = (method, route, f"{status // 100}xx")
+        found = self.by_key.get(key)
+        if found is None:
+            found = self.by_key[key] = Histogram()
+        found.observe(seconds)
+
+
+async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any]:
+    """The database part of a scrape: one crossing."""
+    pools, _subnets = await figures.utilisation(conn)
+    return {
+        "leases": await figures.leases_by_state(conn),
+        "pools": pools[:POOL_SERIES_MAX],
+        "outbox": await figures.outbox(conn),
+        "nodes": await nodes.list_all(conn, down_seconds),
+    }
+
+
+def _histogram(name: str, doc: str, labels: list[str],
+               series: list[tuple[list[str], Histogram]]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, h in series:
+        family.add_metric(values, h.cumulative(), sum_value=h.total)
+    return family
+
+
+def _typed(counter: dict[str, int]) -> dict[str, int]:
+    out = dict.fromkeys(MESSAGE_TYPES, 0)
+    for name, n in counter.items():
+        key = name if name in out else "other"
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+class _Scrape(Collector):
+    def __init__(self, state: AppState, db: dict[str, Any], api: ApiLatency) -> None:
+        self.state, self.db, self.api = state, db, api
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._dhcp()
+        yield from self._outbox()
+        yield from self._database()
+        yield _histogram(
+            "ipamd_api_request_duration_seconds", "API request latency", ["method", "route",
+                                                                          "status"],
+            [([m, r, s], h) for (m, r, s), h in sorted(self.api.by_key.items())])
+
+    def _dhcp(self) -> Iterator[Metric]:
+        counters = self.state.counters.get("dhcp")
+        received = CounterMetricFamily("ipamd_dhcp_packets_received", "DHCP packets received",
+                                       labels=["type"])
+        sent = CounterMetricFamily("ipamd_dhcp_packets_sent", "DHCP packets sent",
+                                   labels=["type"])
+        drops = CounterMetricFamily("ipamd_dhcp_drops", "DHCP packets dropped, by reason",
+                                    labels=["reason"])
+        transitions = CounterMetricFamily("ipamd_dhcp_lease_transitions",
+                                          "Lease changes committed by this node",
+                                          labels=["event"])
+        if counters is not None:
+            snap = counters.snapshot()
+            for kind, n in _typed(snap["received"]).items():
+                received.add_metric([kind], n)
+            for kind, n in _typed(snap["sent"]).items():
+                sent.add_metric([kind], n)
+            for reason, n in sorted(snap["drops"].items()):  # a fixed set of reasons
+                drops.add_metric([reason], n)
+            for event, n in sorted(snap["lease_transitions"].items()):
+                transitions.add_metric([event], n)
+            yield _histogram("ipamd_dhcp_commit_batch_size", "Lease operations per group commit",
+                             [], [([], counters.batch_sizes)])
+            yield _histogram("ipamd_dhcp_commit_duration_seconds",
+                             "Group commit latency (database time per batch)", [],
+                             [([], counters.commit_latency)])
+        yield from (received, sent, drops, transitions)
+
+    def _outbox(self) -> Iterator[Metric]:
+        counters = self.state.counters.get("outbox") or {}
+        done = CounterMetricFamily("ipamd_outbox_outcomes", "Delivery outcomes on this node",
+                                   labels=["outcome"])
+        for name in ("claimed", "delivered", "retrying", "failed", "stale"):
+            done.add_metric([name], counters.get(name, 0))
+        yield done
+        latency = self.state.counters.get("outbox_latency")
+        if isinstance(latency, dict):
+            yield _histogram("ipamd_outbox_delivery_duration_seconds",
+                             "Delivery attempt latency", ["kind"],
+                             [([k], h) for k, h in sorted(latency.items())])
+
+    def _database(self) -> Iterator[Metric]:
+        leases = GaugeMetricFamily("ipamd_leases", "Leases by state", labels=["state"])
+        for state, n in self.db["leases"].items():
+            leases.add_metric([state], n)
+        yield leases
+        pools = GaugeMetricFamily(
+            "ipamd_pool_utilisation_ratio",
+            f"Used share of the {POOL_SERIES_MAX} worst-utilised pools", labels=["pool", "subnet"])
+        for p in self.db["pools"]:
+            pools.add_metric([str(p["pool_id"]), p["cidr"]], p["percent_used"] / 100.0)
+        yield pools
+        rows = GaugeMetricFamily("ipamd_outbox_rows", "Outbox rows by kind and state",
+                                 labels=["kind", "state"])
+        age = GaugeMetricFamily("ipamd_outbox_oldest_seconds",
+                                "Age of the oldest row by kind and state", labels=["kind", "state"])
+        for r in self.db["outbox"]:
+            rows.add_metric([r["kind"], r["state"]], r["rows"])
+            age.add_metric([r["kind"], r["state"]], r["oldest_seconds"])
+        yield rows
+        yield age
+        up = GaugeMetricFamily("ipamd_node_up", "1 while the node heartbeats", labels=["node"])
+        for n in self.db["nodes"]:
+            up.add_metric([n["name"]], 1.0 if n["status"] == "up" else 0.0)
+        yield up
+
+
+def render(state: AppState, db: dict[str, Any], api: ApiLatency) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Scrape(state, db, api))
+    return generate_latest(registry)
