@@ -28,8 +28,10 @@ class DashboardOut(BaseModel):
     alerts: dict[str, Any] = Field(description="open alerts (newest first) and their count")
 
 
-async def build(conn: asyncpg.Connection, tier: str, cap: int, down_seconds: float
-                ) -> dict[str, Any]:
+async def build(conn: asyncpg.Connection, tier: str, cap: int, down_seconds: float,
+                live: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``live``: this node's DHCP counters by node name, fresher than its last heartbeat."""
+    live = live or {}
     lic = await ipam_license.status(conn, ipam_license.Entitlement(tier, cap))
     lic["percent_used"] = round(100.0 * lic["managed_ips"] / cap, 2) if cap else 0.0
     pools, subnets = await figures.utilisation(conn)
@@ -45,10 +47,11 @@ async def build(conn: asyncpg.Connection, tier: str, cap: int, down_seconds: flo
         "pools": pools[:WORST_MAX],
         "dhcp": [
             {"node": n["name"], "status": n["status"],
-             "received": (n["dhcp"] or {}).get("received", {}),
-             "sent": (n["dhcp"] or {}).get("sent", {}),
-             "drops": (n["dhcp"] or {}).get("drops", {})}
+             "received": counters.get("received", {}),
+             "sent": counters.get("sent", {}),
+             "drops": counters.get("drops", {})}
             for n in node_rows if n["dhcp"] is not None
+            for counters in [live.get(n["name"]) or n["dhcp"] or {}]
         ],
         "outbox": await figures.outbox(conn),
         "nodes": {

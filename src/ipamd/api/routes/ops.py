@@ -12,7 +12,7 @@ from quart import Response
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.schemas import Page
-from ipamd.ops import alerts, dashboard, metrics, nodes
+from ipamd.ops import alerts, dashboard, metrics, nodes, service
 
 router = Router("operations")
 
@@ -139,8 +139,11 @@ async def patch_alert_rules(ctx: RequestContext) -> dict[str, Any]:
               response=dashboard.DashboardOut, errors=(401, 403))
 async def get_dashboard(ctx: RequestContext) -> dict[str, Any]:
     config = ctx.state.config
+    # This node's counters now, not as of its last heartbeat (up to ops.heartbeat_seconds old).
+    live = ({} if ctx.state.dhcp is None
+            else {service.node_name(ctx.state): ctx.state.dhcp.counters_snapshot()})
     return await ctx.run(dashboard.build, config.license.tier, config.license.max_managed_ips,
-                         config.ops.node_down_seconds)
+                         config.ops.node_down_seconds, live)
 
 
 @router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
