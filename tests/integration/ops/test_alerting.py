@@ -25,6 +25,7 @@ from tests.integration.history.dhcp_clients import Client, Dhcp
 from tests.integration.outbox.conftest import ca, ca_file, fast_outbox, hosts_file  # noqa: F401
 from tests.support import monitoring
 from tests.support.receiver import Receiver, trustme_context
+from tests.support.waiting import until
 from tests.unit.dhcp.packets import request
 
 PD_ENV = "IPAMD_TEST_PAGER_KEY"
@@ -66,16 +67,6 @@ async def _enter(cm: AbstractContextManager[Any], stack: list[AbstractContextMan
     value = await trio.to_thread.run_sync(cm.__enter__)
     stack.append(cm)
     return value
-
-
-async def _until(check: Any, what: str, seconds: float = 20.0) -> Any:
-    with trio.move_on_after(seconds):
-        while True:
-            found = await check()
-            if found:
-                return found
-            await trio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_pool_alert_reaches_every_destination(
@@ -159,7 +150,7 @@ async def _scenario(
             return [a for a in items if a["rule"] == "pool_utilisation"
                     and a["subject"] == pool_id]
 
-        alert = (await _until(opened, "pool_utilisation alert"))[0]
+        alert = (await until(opened, "pool_utilisation alert"))[0]
         assert alert["value"] == 100.0
 
         # A fifth client finds the pool full: the subnet refused it (no_address alert).
@@ -172,7 +163,7 @@ async def _scenario(
             return [a for a in items if a["rule"] == "no_address"
                     and a["subject"] == str(plan["subnet_id"])]
 
-        await _until(refused, "no_address alert")
+        await until(refused, "no_address alert")
 
         # Packets from a relay nobody trusted: the drop-rate alert opens, then clears once the
         # rate falls (an evaluation later with no new drops).
@@ -188,8 +179,8 @@ async def _scenario(
             items = (await viewer.get("/alerts", params={"status": status})).json()["items"]
             return [a for a in items if a["rule"] == "dhcp_drops"]
 
-        await _until(lambda: drops("open"), "dhcp_drops alert")
-        await _until(lambda: drops("cleared"), "dhcp_drops alert cleared")
+        await until(lambda: drops("open"), "dhcp_drops alert")
+        await until(lambda: drops("cleared"), "dhcp_drops alert cleared")
         assert not await drops("open")
 
         async def am_alerts(active: bool) -> list[dict[str, Any]]:
@@ -199,7 +190,7 @@ async def _scenario(
                     "filter": f'subject="{pool_id}"'})).json()
             return got
 
-        shown = await _until(lambda: am_alerts(True), "alert in Alertmanager")
+        shown = await until(lambda: am_alerts(True), "alert in Alertmanager")
         assert shown[0]["labels"]["alertname"] == "ipamd_pool_utilisation"
         assert shown[0]["status"]["state"] == "active"
 
@@ -207,19 +198,19 @@ async def _scenario(
             return [r.json() for r in receiver.received if r.path == path
                     and all(r.json().get(k) == v for k, v in match.items())]
 
-        trigger = (await _until(lambda: at("/pd", event_action="trigger",
+        trigger = (await until(lambda: at("/pd", event_action="trigger",
                                            dedup_key=f"ipamd-{alert['id']}"), "pager trigger"))[0]
         assert trigger["routing_key"] == "pd-routing-key-1"
         assert trigger["dedup_key"] == f"ipamd-{alert['id']}"
         assert trigger["payload"]["source"] == "ipamd"
-        generic = await _until(lambda: at("/generic", event="opened"), "generic opened")
+        generic = await until(lambda: at("/generic", event="opened"), "generic opened")
         assert alert["id"] in {g["alert"]["id"] for g in generic}
 
         async def mailed(state: str) -> list[dict[str, Any]]:
             return [m for m in mails.messages if m["subject"].startswith(f"[ipamd] {state}")
                     and "pool_utilisation" in m["data"] and m["to"] == "noc@example.test"]
 
-        await _until(lambda: mailed("OPEN"), "mail about the opening")
+        await until(lambda: mailed("OPEN"), "mail about the opening")
 
         # The Prometheus scrape with the bearer token is up and has DHCP series.
         async with httpx.AsyncClient(base_url=prom) as c:
@@ -232,8 +223,8 @@ async def _scenario(
                     "query": 'ipamd_dhcp_packets_received_total{type="discover"}'})
                 return [r for r in got.json()["data"]["result"] if float(r["value"][1]) >= 4]
 
-            await _until(target_up, "prometheus target up")
-            await _until(dhcp_series, "a DHCP series in Prometheus")
+            await until(target_up, "prometheus target up")
+            await until(dhcp_series, "a DHCP series in Prometheus")
 
         for client, ip in zip(clients, granted, strict=True):
             await dhcp.release(client, ip)
@@ -243,22 +234,22 @@ async def _scenario(
         items = (await viewer.get("/alerts")).json()["items"]
         return [a for a in items if a["id"] == alert["id"] and a["status"] == "cleared"]
 
-    await _until(cleared, "the alert cleared")
-    await _until(lambda: at("/pd", event_action="resolve", dedup_key=trigger["dedup_key"]),
+    await until(cleared, "the alert cleared")
+    await until(lambda: at("/pd", event_action="resolve", dedup_key=trigger["dedup_key"]),
                  "pager resolve")
 
     async def generic_cleared() -> bool:
         return alert["id"] in {g["alert"]["id"] for g in await at("/generic", event="cleared")}
 
-    await _until(generic_cleared, "generic cleared")
-    await _until(lambda: mailed("CLEARED"), "mail about the clearing")
+    await until(generic_cleared, "generic cleared")
+    await until(lambda: mailed("CLEARED"), "mail about the clearing")
 
     async def resolved() -> bool:
         still = await am_alerts(True)
         every = await am_alerts(False)
         return not still and not any(a["status"]["state"] == "active" for a in every)
 
-    await _until(resolved, "Alertmanager shows it resolved")
+    await until(resolved, "Alertmanager shows it resolved")
 
     # Opened once, cleared once (hysteresis): one alert row for the pool, in history.
     history = (await viewer.get("/alerts")).json()["items"]

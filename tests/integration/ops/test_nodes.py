@@ -13,6 +13,7 @@ import trio
 
 from ipamd import runtime
 from tests.conftest import make_config
+from tests.support.waiting import until
 
 FAST = {"heartbeat_seconds": 0.2, "node_down_seconds": 1.0, "alert_interval_seconds": 0.3}
 
@@ -20,16 +21,6 @@ FAST = {"heartbeat_seconds": 0.2, "node_down_seconds": 1.0, "alert_interval_seco
 @pytest.fixture
 def config_overrides() -> dict[str, dict[str, Any]]:
     return {"ops": FAST}
-
-
-async def _until(check: Any, what: str, seconds: float = 15.0) -> Any:
-    with trio.move_on_after(seconds):
-        while True:
-            found = await check()
-            if found:
-                return found
-            await trio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_two_nodes_then_one_down(
@@ -45,7 +36,7 @@ async def test_two_nodes_then_one_down(
         up = [n for n in items if n["status"] == "up" and n["services"].get("ops")]
         return items if len(up) == 2 else None
 
-    items = await _until(both_up, "two nodes up")
+    items = await until(both_up, "two nodes up")
     names = {n["name"] for n in items}
     assert "node-b" in names and len(names) == 2
     node_b = next(n for n in items if n["name"] == "node-b")
@@ -64,13 +55,13 @@ async def test_two_nodes_then_one_down(
         found = (await viewer.get(f"/nodes/{node_b['id']}")).json()
         return found["status"] == "down" and not any(found["services"].values())
 
-    await _until(b_down, "node-b down")
+    await until(b_down, "node-b down")
 
     async def alert_open() -> list[dict[str, Any]]:
         items = (await viewer.get("/alerts", params={"status": "open"})).json()["items"]
         return [a for a in items if a["rule"] == "node_down" and a["subject"] == "node-b"]
 
-    alert = (await _until(alert_open, "node_down alert"))[0]
+    alert = (await until(alert_open, "node_down alert"))[0]
     assert alert["severity"] == "critical" and alert["cleared_at"] is None
 
     dash = (await viewer.get("/dashboard")).json()
@@ -86,7 +77,7 @@ async def test_two_nodes_then_one_down(
         items = (await viewer.get("/alerts")).json()["items"]
         return [a for a in items if a["id"] == alert["id"] and a["status"] == "cleared"]
 
-    await _until(cleared, "node_down alert cleared")
+    await until(cleared, "node_down alert cleared")
     audit = (await admin.get("/audit", params={"object_type": "alert"})).json()["items"]
     actions = sorted(e["action"] for e in audit if e["object_id"] == alert["id"])
     assert actions == ["clear", "open"]
