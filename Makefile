@@ -72,6 +72,7 @@ bench: system-bench venv
 ha-lab: venv
 	$(call apt_ensure,$(LAB_PACKAGES))
 	$(BIN)/python bench/ha_lab.py run
+	$(BIN)/python bench/ha_lab.py run --kill node
 
 # Reproducible appliance artifact (see image/README.md).
 image: venv
