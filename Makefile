@@ -69,10 +69,12 @@ bench: system-bench venv
 
 # Database failover under relayed DHCP load in network namespaces (10.77.16.0/24): etcd, two
 # Postgres under Patroni (synchronous_mode), two appliance nodes, a relay; kill -9 the leader's
-# postgres; prints Acks lost, double allocations and the time to the first new Ack.
+# postgres; then again killing appliance node A (and its claimed outbox rows) instead;
+# prints Acks lost, double allocations and the time to the first new Ack.
 ha-lab: venv
 	$(call apt_ensure,$(LAB_PACKAGES))
 	$(BIN)/python bench/ha_lab.py run
+	$(BIN)/python bench/ha_lab.py run --kill node
 
 # Reproducible appliance artifact (see image/README.md).
 image: venv

@@ -8,6 +8,7 @@ In network namespaces on 10.77.16.0/24 (a bridge in namespace ``sw``):
     nodea 10.77.16.21         ipamd run (DHCP on :67)  ┐ database.dsn lists pg1,pg2 with
     nodeb 10.77.16.22         ipamd run (DHCP on :67)  ┘ target_session_attrs=read-write
     relay 10.77.16.129        the load generator, a relay with both nodes as helpers
+    hook  10.77.16.30         the HTTPS webhook receiver (``--kill node`` only)
 
 The load generator (``load``) plays CLIENTS DHCP clients behind the relay: each repeats
 DISCOVER → (first OFFER) → REQUEST, sent to both helper addresses as a relay does, and
@@ -15,7 +16,14 @@ records every Ack (client, address, which node, when the exchange began). After 
 period the Patroni leader's postmaster is killed with SIGKILL; Patroni promotes the
 synchronous replica; both nodes must reconnect without a restart. Then ``check`` compares
 every Ack with the database: an Ack whose (address, client) is not an active lease is
-lost; an address Acked to two clients is a double allocation. Results go to stdout as
+lost; an address Acked to two clients is a double allocation.
+
+With ``run --kill node`` the appliance node A (``ipamd run``) is killed with SIGKILL
+instead, under the same load: node B must Ack every exchange begun after the kill (the
+relay still sends to both helpers), with no Ack lost and none doubled. A webhook on
+lease.granted points at the receiver, which is stopped (SIGSTOP: connections hang) from
+the start, so both nodes hold claimed outbox rows; it is resumed after the kill, and the
+rows node A had claimed must be delivered by node B once their claim times out. Results go to stdout as
 JSON (and to --out). Needs root, `patroni`, `etcd-server` (Makefile: LAB_PACKAGES).
 """
 
@@ -42,6 +50,9 @@ from tests.support import netns  # noqa: E402
 NET = "10.77.16"
 ETCD, PG, NODES, RELAY = f"{NET}.2", {"pg1": f"{NET}.11", "pg2": f"{NET}.12"}, \
     {"nodea": f"{NET}.21", "nodeb": f"{NET}.22"}, f"{NET}.129"
+HOOK, HOOK_PORT, HOOK_NAME = f"{NET}.30", 8443, "hook.lab"
+HOOK_SECRET_ENV, HOOK_SECRET = "IPAMD_LAB_HOOK_SECRET", "lab-hook-secret"
+CLAIM_TIMEOUT = 6.0
 CLIENTS = 60
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PYTHON = sys.executable
@@ -129,16 +140,50 @@ def cmd_seed(args: argparse.Namespace) -> int:
     import trio_asyncio
     from tests.integration.dhcp.harness import seed_subnet
 
+    from ipamd.core.jsonutil import dumps
+    from ipamd.outbox import webhooks
+
     async def go() -> None:
         conn = await asyncpg.connect(dsn())
         try:
             if not await conn.fetchval("SELECT count(*) FROM subnets"):
                 await seed_subnet(conn, f"{NET}.128/25", gateway=RELAY,
                                   pools=[(f"{NET}.140", f"{NET}.250")])
+            if args.hook and not await conn.fetchval("SELECT count(*) FROM webhooks"):
+                # jsonb as Python objects, as every connection of the appliance has it.
+                for kind in ("jsonb", "json"):
+                    await conn.set_type_codec(kind, encoder=dumps, decoder=json.loads,
+                                              schema="pg_catalog")
+                async with conn.transaction():
+                    await webhooks.create(conn, "ha-lab", {
+                        "name": "lab", "url": args.hook, "topics": ["lease.granted"],
+                        "secret_ref": f"env:{HOOK_SECRET_ENV}"})
         finally:
             await conn.close()
 
     trio_asyncio.run(trio_asyncio.aio_as_trio(go))
+    return 0
+
+
+def cmd_outbox(args: argparse.Namespace) -> int:
+    """Every outbox row: state, who holds its claim, which node delivered it (JSON)."""
+    import asyncpg
+    import trio_asyncio
+
+    async def go() -> list[dict[str, Any]]:
+        conn = await asyncpg.connect(dsn())
+        try:
+            rows = await conn.fetch(
+                """SELECT o.id::text AS id, o.state, split_part(o.claimed_by, ':', 1) AS claim,
+                          (SELECT split_part(a.node, ':', 1) FROM outbox_attempts a
+                           WHERE a.outbox_id = o.id AND a.status BETWEEN 200 AND 299
+                           ORDER BY a.at DESC LIMIT 1) AS delivered_by
+                   FROM outbox o""")
+            return [dict(r) for r in rows]
+        finally:
+            await conn.close()
+
+    print(json.dumps(trio_asyncio.run(trio_asyncio.aio_as_trio(go))))
     return 0
 
 
@@ -209,7 +254,42 @@ def leader(net: netns.Lab, spaces: dict[str, str]) -> str | None:
     return None
 
 
-def ipamd_config(name: str, ip: str, base: Path) -> Path:
+def outbox_section(base: Path | None) -> str:
+    """Outbox on (node mode: the lab's CA and hosts file, claims that expire quickly)."""
+    if base is None:
+        return "[outbox]\nenabled = false\n"
+    return f"""[outbox]
+enabled = true
+workers = 4
+max_attempts = 100
+backoff_base_seconds = 0.5
+backoff_multiplier = 2.0
+backoff_max_seconds = 2.0
+backoff_jitter = 0.0
+request_timeout_seconds = 2.0
+claim_timeout_seconds = {CLAIM_TIMEOUT}
+poll_interval_seconds = 0.5
+ca_file = "{base / 'hook' / 'ca.pem'}"
+hosts_file = "{base / 'hook' / 'hosts'}"
+"""
+
+
+def hook_files(base: Path) -> tuple[Path, Path]:
+    """A CA the nodes trust, the receiver's certificate and key, the hosts file."""
+    import trustme
+
+    hook = base / "hook"
+    hook.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(hook / "ca.pem"))
+    cert = ca.issue_cert(HOOK_NAME)
+    cert.private_key_pem.write_to_path(str(hook / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(hook / "cert.pem"))
+    (hook / "hosts").write_text(f"{HOOK} {HOOK_NAME}\n")
+    return hook / "cert.pem", hook / "key.pem"
+
+
+def ipamd_config(name: str, ip: str, base: Path, outbox: bool = False) -> Path:
     state = base / name
     state.mkdir(parents=True, exist_ok=True)
     text = f"""node_name = "{name}"
@@ -225,9 +305,7 @@ loopback_listen = "127.0.0.1:8080"
 listen = ["{ip}:67"]
 server_id = "{ip}"
 trusted_relays = ["{RELAY}"]
-[outbox]
-enabled = false
-[logging]
+{outbox_section(base if outbox else None)}[logging]
 level = "INFO"
 """
     path = state / "ipamd.toml"
@@ -248,14 +326,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     base = Path(tempfile.mkdtemp(prefix="ipamd-ha-lab-"))
     os.chmod(base, 0o755)
     shutil.chown(base, "postgres", "postgres")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", HOOK_SECRET_ENV: HOOK_SECRET}
+    hooked = args.kill == "node"
     logs: dict[str, Any] = {}
     try:
         with netns.lab() as net:
             sw = net.namespace("sw")
             bridge = net.bridge(sw, "br")
             spaces: dict[str, str] = {}
-            addresses = {"etcd": ETCD, **PG, **NODES, "relay": RELAY}
+            addresses = {"etcd": ETCD, **PG, **NODES, "relay": RELAY, "hook": HOOK}
             for index, (name, ip) in enumerate(addresses.items()):
                 ns = net.namespace(name)
                 spaces[name] = ns
@@ -288,16 +367,33 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "pg2 to be a synchronous standby")
             psql(net, spaces["pg1"], PG["pg1"], "CREATE DATABASE ipamd")
 
+            if hooked:
+                cert, key = hook_files(base)  # before the nodes: they read the CA at start
             nodes = {}
             for name, ip in NODES.items():
-                config = ipamd_config(name, ip, base)
+                config = ipamd_config(name, ip, base, outbox=hooked)
                 nodes[name] = spawn(name, [PYTHON, "-m", "ipamd", "--config", str(config),
                                            "run"], env=env)
             # Migrated by the first node up; then the plan.
             wait(lambda: all("ipamd ready" in (base / f"{n}.log").read_text()
                              for n in NODES), 90, "both appliance nodes")
-            net.run(spaces["nodea"], [PYTHON, str(Path(__file__).resolve()), "seed"],
-                    env=env, timeout=30)
+            hook = None
+            if hooked:
+                # The receiver, stopped at once: connections to it hang, claims are held.
+                hook = spawn("hook", [PYTHON, "-m", "tests.support.receiver", "--cert", cert,
+                                      "--key", key, "--host", HOOK, "--port", str(HOOK_PORT),
+                                      "--secret", HOOK_SECRET], env=env, cwd=ROOT)
+                wait(lambda: "PORT" in (base / "hook.log").read_text(), 30, "the receiver")
+                os.kill(hook.pid, signal.SIGSTOP)
+            seed = [PYTHON, str(Path(__file__).resolve()), "seed"]
+            if hooked:
+                seed += ["--hook", f"https://{HOOK_NAME}:{HOOK_PORT}/hook"]
+            net.run(spaces["nodea"], seed, env=env, timeout=30)
+
+            def outbox() -> list[dict[str, Any]]:
+                done = net.run(spaces["nodeb"], [PYTHON, str(Path(__file__).resolve()),
+                                                 "outbox"], env=env, timeout=30)
+                return json.loads(done.stdout)
             acks = base / "acks.jsonl"
             load = net.spawn(spaces["relay"], [PYTHON, str(Path(__file__).resolve()), "load",
                                                "--out", str(acks), "--seconds",
@@ -309,16 +405,38 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             wait(lambda: ack_count() > 50, 60, "the first Acks")
             time.sleep(args.steady)
-            killed = leader(net, spaces)
-            assert killed is not None
-            pid = int((base / killed / "data" / "postmaster.pid").read_text().split()[0])
             before = ack_count()
-            t_kill = time.monotonic()
-            os.kill(pid, signal.SIGKILL)  # the leader's postmaster, not Patroni
-            wait(lambda: leader(net, spaces) not in (None, killed), 60, "a promotion")
-            promoted_at = time.monotonic()
-            promoted = leader(net, spaces)
+            promoted_at = promoted = None
+            orphans: set[str] = set()
+            if args.kill == "node":
+                killed = "nodea"  # one appliance node, SIGKILL: no clean stop at all
+                t_kill = time.monotonic()
+                os.kill(nodes[killed].pid, signal.SIGKILL)
+                nodes[killed].wait(timeout=10)
+                # What the dead node held: never recorded, never handed back.
+                orphans = {r["id"] for r in outbox() if r["claim"] == killed
+                           and r["state"] != "delivered"}
+                time.sleep(1.0)
+                assert hook is not None
+                os.kill(hook.pid, signal.SIGCONT)  # the receiver answers again
+            else:
+                killed = leader(net, spaces)
+                assert killed is not None
+                pid = int((base / killed / "data" / "postmaster.pid").read_text().split()[0])
+                t_kill = time.monotonic()
+                os.kill(pid, signal.SIGKILL)  # the leader's postmaster, not Patroni
+                wait(lambda: leader(net, spaces) not in (None, killed), 60, "a promotion")
+                promoted_at = time.monotonic()
+                promoted = leader(net, spaces)
             load.wait(timeout=args.steady + args.after + 30)
+            rows: list[dict[str, Any]] = []
+            if hooked:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    rows = outbox()
+                    if all(r["state"] == "delivered" for r in rows):
+                        break
+                    time.sleep(0.5)
             check = net.run(spaces["nodea"], [PYTHON, str(Path(__file__).resolve()), "check"],
                             env=env, timeout=30)
             active: dict[str, str] = json.loads(check.stdout)
@@ -335,17 +453,38 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "acks_after_kill_per_node": {ip: len(v) for ip, v in by_node.items()},
                 "lost": sum(1 for r in records if active.get(r["ip"]) != r["mac"]),
                 "double_allocations": sum(1 for macs in holders.values() if len(macs) > 1),
-                "killed": killed, "promoted": promoted,
-                "promotion_seconds": round(promoted_at - t_kill, 2),
+                "kill": args.kill, "killed": killed, "promoted": promoted,
+                "promotion_seconds":
+                    round(promoted_at - t_kill, 2) if promoted_at is not None else None,
                 "kill_to_first_new_ack_seconds":
                     round(first - t_kill, 2) if first is not None else None,
                 "nodes_restarted": [n for n, p in nodes.items() if p.poll() is not None],
             }
+            if hooked:
+                by_id = {r["id"]: r for r in rows}
+                result["outbox"] = {
+                    "rows": len(rows),
+                    "undelivered": sum(1 for r in rows if r["state"] != "delivered"),
+                    "claimed_by_killed_node": len(orphans),
+                    "of_those_delivered_by": {
+                        node: sum(1 for i in orphans
+                                  if by_id.get(i, {}).get("delivered_by") == node)
+                        for node in NODES},
+                }
             print(json.dumps(result, indent=2))
             if args.out:
                 Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            if args.kill == "node":
+                # The survivor serves every exchange begun after the kill; the dead one none.
+                serving = (by_node[NODES["nodeb"]] and not by_node[NODES["nodea"]]
+                           and result["nodes_restarted"] == ["nodea"]
+                           and orphans and not result["outbox"]["undelivered"]
+                           and result["outbox"]["of_those_delivered_by"]["nodeb"]
+                           == len(orphans))
+            else:
+                serving = all(by_node.values()) and not result["nodes_restarted"]
             ok = (result["lost"] == 0 and result["double_allocations"] == 0 and first is not None
-                  and all(by_node.values()) and not result["nodes_restarted"])
+                  and bool(serving))
             return 0 if ok else 1
     finally:
         for log in logs.values():
@@ -364,13 +503,17 @@ def main() -> int:
     run.add_argument("--after", type=float, default=25.0, help="load after the kill (s)")
     run.add_argument("--out", default="", help="also write the JSON result here")
     run.add_argument("--keep", action="store_true", help="keep the logs directory")
+    run.add_argument("--kill", choices=("leader", "node"), default="leader",
+                     help="SIGKILL the Patroni leader's postmaster, or appliance node A")
     load = sub.add_parser("load")
     load.add_argument("--out", required=True)
     load.add_argument("--seconds", type=float, required=True)
-    sub.add_parser("seed")
+    seed = sub.add_parser("seed")
+    seed.add_argument("--hook", default="", help="also a lease.granted webhook to this URL")
     sub.add_parser("check")
+    sub.add_parser("outbox")
     args = parser.parse_args()
-    handlers = {"load": cmd_load, "seed": cmd_seed, "check": cmd_check}
+    handlers = {"load": cmd_load, "seed": cmd_seed, "check": cmd_check, "outbox": cmd_outbox}
     return handlers.get(args.command or "run", cmd_run)(args) if args.command else \
         cmd_run(parser.parse_args(["run"]))
 

@@ -310,7 +310,8 @@ def server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    receiver = Receiver(server_context(args.cert, args.key), [s.encode() for s in args.secret])
+    receiver = Receiver(server_context(args.cert, args.key), [s.encode() for s in args.secret],
+                        host=args.host)
     receiver.port = args.port
     async with trio.open_nursery() as nursery:
         await receiver.start(nursery)
@@ -322,6 +323,7 @@ if __name__ == "__main__":
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--secret", action="append", default=[])
     try:
         trio.run(_main, parser.parse_args())
