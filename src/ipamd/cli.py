@@ -183,7 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     back.set_defaults(fn=cmd_restore)
     args = parser.parse_args(argv)
     try:
-        return args.fn(args)
+        try:
+            return args.fn(args)
+        except BaseExceptionGroup as group:  # trio's nursery wraps what the database raised
+            known = group.subgroup((SchemaTooNew, BackupError))
+            if known is None:
+                raise
+            while isinstance(known, BaseExceptionGroup):
+                known = known.exceptions[0]
+            raise known from None
     except ConfigError as error:
         print(f"ipamd: configuration error: {error}", file=sys.stderr)
         return 2
