@@ -11,8 +11,11 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
+# The image build (image/build.sh) and its boot test run on the build host, never in CI.
+IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal
+BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: run setup test lint bench clean image system-run system-test system-bench venv
+.PHONY: run setup test lint bench clean tarball image image-verify image-boot-test system-run system-test system-bench system-image system-boot venv
 
 venv: $(BIN)/.installed
 
@@ -42,6 +45,12 @@ system-test:
 system-bench:
 	$(call apt_ensure,$(BENCH_PACKAGES))
 
+system-image:
+	$(call apt_ensure,$(IMAGE_PACKAGES))
+
+system-boot:
+	$(call apt_ensure,$(BOOT_PACKAGES))
+
 var:
 	install -d -m 0755 var var/log var/supervisor
 
@@ -64,9 +73,21 @@ lint: venv
 bench: system-bench venv
 	$(BIN)/python bench/run_all.py
 
-# Reproducible appliance artifact (see image/README.md).
-image: venv
+# The source release: `git archive` of this commit, gzipped without name or time (dist/).
+tarball:
+	./image/tarball.sh
+
+# The appliance image from locked inputs into build/image/ (see image/README.md); root.
+image: system-image
 	./image/build.sh
+
+# Two builds from two clean clones of this commit; identical SHA256SUMS or a diff.
+image-verify: system-image
+	./image/verify.sh
+
+# Too heavy for `make test`: boots build/image's container, first token, a relayed lease.
+image-boot-test: system-boot venv
+	$(BIN)/python image/boot_test.py
 
 clean:
 	rm -rf $(VENV) var build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info
