@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -116,9 +117,14 @@ def main() -> int:
             ["ip", "netns", "exec", RELAY, "dhcrelay", "-d", "-4", "--no-pid",
              "-id", f"{TAG}rc", "-iu", f"{TAG}rs", "10.77.15.2"],
             stdout=relay_log, stderr=subprocess.STDOUT))
+        # Explicit limits: podman 4.3's defaults (and an nproc at the host's own limit) are
+        # refused by runc here; nofile up to the host's hard limit, nproc 4096 work.
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        nofile = f"{min(65536, hard)}:{min(65536, hard)}"
+        nproc = "4096:4096"
         started = time.monotonic()
         sh("podman", "run", "-d", "--name", container, "--runtime", "runc",
-           "--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536",
+           "--ulimit", f"nofile={nofile}", "--ulimit", f"nproc={nproc}",
            "--network", f"ns:/run/netns/{BOX}", "--systemd", "always",
            "-v", f"{work / 'ipamd.toml'}:/etc/ipamd/ipamd.toml:ro",
            "-v", f"{work / 'data'}:/var/lib/ipamd", image)

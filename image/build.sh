@@ -32,6 +32,7 @@ export LC_ALL=C.UTF-8 TZ=UTC
 umask 022
 
 git archive --format=tar --prefix=ipamd/ "$commit" > "$work/src.tar"
+git show "$commit:image/rootfs/etc/postgresql-common/createcluster.conf" > "$work/createcluster.conf"
 
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$@"; }
 wanted=$(names image/packages.txt)
@@ -53,7 +54,7 @@ mmdebstrap --mode=root --variant=apt --format=directory \
   --include="$include" \
   --dpkgopt=force-confold --dpkgopt=force-confdef \
   --setup-hook='mkdir -p "$1/etc/postgresql-common"' \
-  --setup-hook="cp $here/image/rootfs/etc/postgresql-common/createcluster.conf \"\$1/etc/postgresql-common/\"" \
+  --setup-hook="cp $work/createcluster.conf \"\$1/etc/postgresql-common/\"" \
   --customize-hook="$here/image/customize.sh \"\$1\" $work" \
   bookworm "$rootfs" "$sources"
 

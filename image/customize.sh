@@ -6,11 +6,11 @@
 #     byte code checked by hash, not by time.
 set -euo pipefail
 root=$1 work=$2
-here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SOURCE_DATE_EPOCH:?}"
 
 tar -C "$root/opt" -xf "$work/src.tar"
-cp -a --no-preserve=ownership "$here/image/rootfs/." "$root/"
+# The files the image adds come from the commit's tree too, not from the working copy.
+cp -a --no-preserve=ownership "$root/opt/ipamd/image/rootfs/." "$root/"
 chmod 0644 "$root/etc/ipamd/ipamd.toml" "$root/etc/ipamd/supervisord.conf"
 chroot "$root" useradd --system --user-group --home-dir /var/lib/ipamd --no-create-home \
   --shell /usr/sbin/nologin ipamd
