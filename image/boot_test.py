@@ -41,6 +41,14 @@ listen = ["0.0.0.0:67"]
 server_id = "10.77.15.2"
 trusted_relays = ["10.77.15.0/24"]
 """
+LEASES = """
+import httpx, sys
+c = httpx.Client(base_url="https://10.77.15.2:8443/api/v1", verify=False,
+                 headers={"Authorization": "Bearer " + sys.argv[1]}, timeout=10)
+r = c.get("/leases"); r.raise_for_status()
+print(" ".join(f"{x['ip']}={x['state']}" for x in r.json()["items"]))
+"""
+SUPERVISOR = "runuser -u ipamd -- /opt/ipamd/.venv/bin/supervisorctl -c /etc/ipamd/supervisord.conf"
 PLAN = """
 import httpx, sys
 token = sys.argv[1]
@@ -157,6 +165,34 @@ def main() -> int:
         address = leases.read_text().split("fixed-address", 1)[1].split(";")[0].strip()
         print(f"lease {address}; start → first lease {took:.1f} s")
         assert took < 60, "start to first lease must be under 60 s"
+
+        def leases_now() -> str:
+            return ns(BOX, venv_python, "-c", LEASES, secret).stdout.strip()
+
+        assert leases_now() == f"{address}=active", leases_now()
+        # Backup and restore on the box, as image/README.md gives them.
+        sh("podman", "exec", container, "ipamd", "backup", "/var/lib/ipamd/boot.backup")
+        mode = (work / "data/boot.backup").stat().st_mode & 0o777
+        assert mode == 0o600, oct(mode)
+        made = sh("podman", "exec", container, "sh", "-c",
+                  f"{SUPERVISOR} stop ipamd && ipamd restore /var/lib/ipamd/boot.backup"
+                  f" && {SUPERVISOR} start ipamd")
+        print(f"  restore: {made.stdout.strip().splitlines()[-2]}")
+        started = time.monotonic()
+        wait("ipamd back after the restore, lease kept",
+             lambda: ns(BOX, venv_python, "-c", LEASES, secret, check=False).stdout.strip()
+             == f"{address}=active", 60, started)
+        # A new container on the same data volume (what an upgrade does): everything kept.
+        sh("podman", "rm", "-f", "-t", "10", container)
+        started = time.monotonic()
+        sh("podman", "run", "-d", "--name", container, "--runtime", "runc",
+           "--ulimit", f"nofile={nofile}", "--ulimit", f"nproc={nproc}",
+           "--network", f"ns:/run/netns/{BOX}", "--systemd", "always",
+           "-v", f"{work / 'ipamd.toml'}:/etc/ipamd/ipamd.toml:ro",
+           "-v", f"{work / 'data'}:/var/lib/ipamd", image)
+        wait("replaced container serves the same data (token, lease)",
+             lambda: ns(BOX, venv_python, "-c", LEASES, secret, check=False).stdout.strip()
+             == f"{address}=active", 60, started)
         return 0
     finally:
         for proc in procs:

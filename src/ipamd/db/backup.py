@@ -215,12 +215,15 @@ def restore(
         try:
             if manifest.tls and tls_dir is not None:
                 tls_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                owner = tls_dir.stat()
                 for name in TLS_FILES:
                     final, temp = tls_dir / name, tls_dir / f".{name}.restore"
                     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                    with os.fdopen(fd, "wb") as handle:
-                        handle.write(members[f"tls/{name}"])
                     staged.append((temp, final))
+                    with os.fdopen(fd, "wb") as handle:
+                        if os.geteuid() == 0:  # root restoring: the service user keeps its key
+                            os.fchown(handle.fileno(), owner.st_uid, owner.st_gid)
+                        handle.write(members[f"tls/{name}"])
             _run([str(bin_dir / "psql"), "-X", "-q", "--single-transaction",
                   "-v", "ON_ERROR_STOP=1", "-d", target, "-f", str(prelude), "-f", str(script)],
                  env, "restore (rolled back, nothing changed)")
