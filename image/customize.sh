@@ -77,3 +77,6 @@ rm -f "$root/var/lib/dbus/machine-id" "$root/var/cache/ldconfig/aux-cache"
 rm -rf "$root"/var/log/apt/* "$root"/var/cache/debconf/*-old "$root"/root/.cache
 rm -f "$root"/var/log/dpkg.log "$root"/var/log/alternatives.log "$root"/var/log/bootstrap.log
 find "$root/var/log" -type f -size +0 -delete
+# ucf (postgresql-common's createcluster.conf) leaves its temporary file's random name in
+# debconf's database; the file itself is long gone.
+sed -i 's#^\( *NEW = /tmp/[a-z-]*\.\)[A-Za-z0-9]*$#\1XXXXXX#' "$root/var/cache/debconf/config.dat"
