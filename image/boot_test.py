@@ -48,6 +48,11 @@ c = httpx.Client(base_url="https://10.77.15.2:8443/api/v1", verify=False,
 r = c.get("/leases"); r.raise_for_status()
 print(" ".join(f"{x['ip']}={x['state']}" for x in r.json()["items"]))
 """
+PROCESS = r"""for f in /proc/[0-9]*/cmdline; do
+  if tr '\0' ' ' < "$f" | grep -q 'bin/ipamd run'; then
+    grep -E '^(Uid|CapEff|NoNewPrivs):' "${f%/cmdline}/status"; break
+  fi
+done"""
 SUPERVISOR = "runuser -u ipamd -- /opt/ipamd/.venv/bin/supervisorctl -c /etc/ipamd/supervisord.conf"
 PLAN = """
 import httpx, sys
@@ -170,6 +175,13 @@ def main() -> int:
             return ns(BOX, venv_python, "-c", LEASES, secret).stdout.strip()
 
         assert leases_now() == f"{address}=active", leases_now()
+        # ipamd runs unprivileged, with only the two capabilities, no new privileges.
+        found = sh("podman", "exec", container, "sh", "-c", PROCESS).stdout
+        print("  ipamd run: " + " ".join(found.split()))
+        fields = dict(line.split(":", 1) for line in found.strip().splitlines())
+        assert fields["Uid"].split()[0] != "0" and fields["NoNewPrivs"].strip() == "1", fields
+        caps = int(fields["CapEff"], 16)  # BIND_SERVICE (10) always; RAW (13) if podman grants it
+        assert caps & (1 << 10) and not caps & ~((1 << 10) | (1 << 13)), fields
         # Backup and restore on the box, as image/README.md gives them.
         sh("podman", "exec", container, "ipamd", "backup", "/var/lib/ipamd/boot.backup")
         mode = (work / "data/boot.backup").stat().st_mode & 0o777

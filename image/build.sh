@@ -64,6 +64,7 @@ if [ -f image/packages.lock ] && ! cmp -s image/packages.lock "$out/packages.loc
   die "the installed set differs from image/packages.lock"
 fi
 
+chmod 0755 "$rootfs"  # made under the build's umask; / of the image is 0755
 find "$rootfs" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch -h -d "@$SOURCE_DATE_EPOCH"
 tar_rootfs() {  # $1 = output; further args = --exclude patterns
   local target=$1; shift

@@ -129,13 +129,35 @@ def build(rootfs: Path, out: Path, name: str, revision: str) -> None:
         partial.replace(out)
 
 
+def listing(archive: Path) -> list[str]:
+    """One line per file of the image's layer: name, mode, owner, time, type, content hash
+    (what `make image-verify` compares when two builds differ)."""
+    lines = []
+    with tarfile.open(archive) as outer:
+        manifest = json.load(outer.extractfile("manifest.json"))  # type: ignore[arg-type]
+        layer = outer.extractfile(manifest[0]["Layers"][0])
+        with tarfile.open(fileobj=gzip.GzipFile(fileobj=layer), mode="r|") as tar:
+            for m in tar:
+                content = tar.extractfile(m) if m.isfile() else None
+                digest = hashlib.sha256(content.read()).hexdigest() if content else m.linkname
+                lines.append(f"{m.name} {m.mode:o} {m.uid}:{m.gid} {m.mtime} "
+                             f"{m.type.decode()} {digest}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list ROOTFS (an image archive)")
     parser.add_argument("rootfs", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--revision", required=True)
+    parser.add_argument("out", type=Path, nargs="?")
+    parser.add_argument("--name")
+    parser.add_argument("--revision")
     args = parser.parse_args()
+    if args.list:
+        print("\n".join(listing(args.rootfs)))
+        return
+    if not (args.out and args.name and args.revision):
+        parser.error("OUT, --name and --revision are needed to build")
     build(args.rootfs, args.out, args.name, args.revision)
 
 

@@ -80,6 +80,10 @@ def test_nothing_stamped_but_the_epoch(tmp_path: Path, monkeypatch: pytest.Monke
     assert not layer[3] & 0x08  # gzip FNAME flag: no file name stored
     assert gzip.decompress(layer) == (tmp_path / "b/rootfs.tar").read_bytes()
     assert docker[0]["RepoTags"] == ["localhost/ipamd:0.1.0-abc"]
+    (tmp_path / "b/again.tar").write_bytes(archive)
+    listed = _oci().listing(tmp_path / "b/again.tar")  # what image-verify compares
+    assert [line.split()[0] for line in listed] == ["etc/ipamd/ipamd.toml", "sbin/init"]
+    assert all(f" 0:0 {EPOCH} 0 " in line for line in listed)
 
 
 def test_needs_the_epoch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
