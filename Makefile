@@ -14,8 +14,11 @@ TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
+# The image build (image/build.sh) and its boot test run on the build host, never in CI.
+IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal
+BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: run setup test lint bench clean image system-run system-test system-bench venv console-vendor ha-lab
+.PHONY: run setup test lint bench clean tarball image image-verify image-boot-test system-run system-test system-bench system-image system-boot venv console-vendor ha-lab
 
 venv: $(BIN)/.installed
 
@@ -44,6 +47,12 @@ system-test:
 
 system-bench:
 	$(call apt_ensure,$(BENCH_PACKAGES))
+
+system-image:
+	$(call apt_ensure,$(IMAGE_PACKAGES))
+
+system-boot:
+	$(call apt_ensure,$(BOOT_PACKAGES))
 
 var:
 	install -d -m 0755 var var/log var/supervisor
@@ -76,9 +85,21 @@ ha-lab: venv
 	$(BIN)/python bench/ha_lab.py run
 	$(BIN)/python bench/ha_lab.py run --kill node
 
-# Reproducible appliance artifact (see image/README.md).
-image: venv
+# The source release: `git archive` of this commit, gzipped without name or time (dist/).
+tarball:
+	./image/tarball.sh
+
+# The appliance image from locked inputs into build/image/ (see image/README.md); root.
+image: system-image
 	./image/build.sh
+
+# Two builds from two clean clones of this commit; identical SHA256SUMS or a diff.
+image-verify: system-image
+	./image/verify.sh
+
+# Too heavy for `make test`: boots build/image's container, first token, a relayed lease.
+image-boot-test: system-boot venv
+	$(BIN)/python image/boot_test.py
 
 clean:
 	rm -rf $(VENV) var build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info

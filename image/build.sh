@@ -1,20 +1,81 @@
 #!/usr/bin/env bash
-# Reproducible appliance artifact: the same commit always gives the same bytes.
+# `make image`: the appliance image from locked inputs only, the same bytes for the same commit.
 #
-#   image/build.sh [REV]      → dist/ipamd-appliance-<rev>.tar.gz and its .sha256
+#   image/build.sh            → build/image/: ipamd-<ver>-oci.tar (podman/docker load),
+#                               packages.lock (the Debian set used), SHA256SUMS
 #
-# The tarball is `git archive` of REV (default HEAD): file order, owners and mtimes come from
-# the commit, not from this machine; gzip runs without a name or timestamp (-n). Everything the
-# appliance installs at boot is pinned by hash (requirements*.lock), so the tarball plus the
-# Debian release fully determine what runs. image/Containerfile turns it into a container image.
+# Inputs: this commit's tree (git archive HEAD; uncommitted changes are not in the image), the
+# Debian 12 packages named in image/packages*.txt at the exact versions of image/packages.lock
+# (when present; else the mirror's current ones, recorded in build/image/packages.lock to
+# commit), the Python environment from requirements.lock (hashes). The build host's own
+# registry settings (apt sources, pip configuration, certificates) are used for the build
+# only: bound into the tree while pip runs, never copied into the image.
+# SOURCE_DATE_EPOCH is the commit's time; every file time is clamped to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rev="${1:-HEAD}"
-commit=$(git rev-parse --verify "$rev^{commit}")
-short=$(git rev-parse --short=12 "$commit")
-mkdir -p dist
-out="dist/ipamd-appliance-$short.tar.gz"
-git archive --format=tar --prefix="ipamd/" "$commit" | gzip -n -9 > "$out.tmp"
-mv "$out.tmp" "$out"
-(cd dist && sha256sum "$(basename "$out")" > "$(basename "$out").sha256")
-echo "$out"
+here=$PWD
+die() { echo "image/build.sh: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (mmdebstrap --mode=root, chroot, bind mounts)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap missing: make system-image"
+
+commit=$(git rev-parse --verify 'HEAD^{commit}')
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct "$commit")}
+version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' src/ipamd/__init__.py)
+tag="$version-$(git rev-parse --short=12 "$commit")"
+out=${IMAGE_OUT:-$here/build/image}
+work=${IMAGE_WORK:-$here/build/image-work}
+sources=${IMAGE_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+[ -r "$sources" ] || die "no apt sources at $sources (set IMAGE_APT_SOURCES)"
+rm -rf "$out" "$work"
+mkdir -p "$out" "$work"
+export LC_ALL=C.UTF-8 TZ=UTC
+umask 022
+
+git archive --format=tar --prefix=ipamd/ "$commit" > "$work/src.tar"
+git show "$commit:image/rootfs/etc/postgresql-common/createcluster.conf" > "$work/createcluster.conf"
+
+names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$@"; }
+wanted=$(names image/packages.txt)
+if [ -f image/packages.lock ]; then
+  # Exactly the recorded versions of every package (the whole closure, not just the names).
+  include=$(names image/packages.lock | tr '\n' ',')
+else
+  echo "image/build.sh: no image/packages.lock yet: resolving from the mirror (commit the" \
+       "build/image/packages.lock this writes)" >&2
+  include=$(echo $wanted | tr ' ' ',')
+fi
+
+# The host's pip settings, bound read-only into the tree while pip runs.
+image/pip-paths.sh > "$work/pip-paths"
+env | grep '^PIP_' > "$work/pip-env" || true
+
+rootfs="$work/rootfs"
+mmdebstrap --mode=root --variant=apt --format=directory \
+  --include="$include" \
+  --dpkgopt=force-confold --dpkgopt=force-confdef \
+  --setup-hook='mkdir -p "$1/etc/postgresql-common"' \
+  --setup-hook="cp $work/createcluster.conf \"\$1/etc/postgresql-common/\"" \
+  --customize-hook="$here/image/customize.sh \"\$1\" $work" \
+  bookworm "$rootfs" "$sources"
+
+chroot "$rootfs" dpkg-query -W -f '${Package}=${Version}\n' | LC_ALL=C sort > "$out/packages.lock"
+if [ -f image/packages.lock ] && ! cmp -s image/packages.lock "$out/packages.lock"; then
+  diff image/packages.lock "$out/packages.lock" >&2 || true
+  die "the installed set differs from image/packages.lock"
+fi
+
+chmod 0755 "$rootfs"  # made under the build's umask; / of the image is 0755
+find "$rootfs" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch -h -d "@$SOURCE_DATE_EPOCH"
+tar_rootfs() {  # $1 = output; further args = --exclude patterns
+  local target=$1; shift
+  tar --sort=name --format=pax --numeric-owner --owner=0 --group=0 \
+      --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+      --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime "$@" -C "$rootfs" -cf "$target" .
+}
+tar_rootfs "$work/container.tar"
+python3 image/oci.py "$work/container.tar" "$out/ipamd-$tag-oci.tar" \
+  --name "localhost/ipamd:$tag" --revision "$commit"
+
+(cd "$out" && sha256sum -- * > SHA256SUMS)
+rm -rf "$work"
+cat "$out/SHA256SUMS"

@@ -1,4 +1,4 @@
-"""`ipamd run | db-server | migrate | token | status | check-config`."""
+"""`ipamd run | db-server | migrate | token | status | check-config | backup | restore`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 
 from ipamd import __version__, logsetup
 from ipamd.config import Config, ConfigError, load, redacted
+from ipamd.db.backup import BackupError
 from ipamd.db.bridge import DatabaseRefused
 from ipamd.db.cluster import ClusterError
+from ipamd.db.migrate import SchemaTooNew
 
 log = logging.getLogger("ipamd")
 
@@ -126,6 +128,68 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _backup_paths(config: Config) -> tuple[str, Any, Any]:
+    """(DSN, PostgreSQL client tools' directory, the self-signed TLS pair's directory or None
+    when the pair comes from api.tls_cert/tls_key: files the operator manages)."""
+    from ipamd import runtime
+    from ipamd.db.cluster import find_bin_dir
+
+    own_tls = not (config.api.tls_cert and config.api.tls_key)
+    tls_dir = config.path(config.state_dir) / "tls" if own_tls else None
+    return runtime.database_dsn(config), find_bin_dir(config.database.bin_dir), tls_dir
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """Database dump + manifest + TLS pair in one 0600 archive; ipamd may keep running."""
+    import socket
+    from pathlib import Path
+
+    from ipamd.db import backup
+
+    config = _config(args)
+    dsn, bin_dir, tls_dir = _backup_paths(config)
+    manifest = backup.write(
+        Path(args.file), dsn=dsn, bin_dir=bin_dir, ipamd_version=__version__,
+        node=config.node_name or socket.gethostname(), tls_dir=tls_dir,
+    )
+    print(json.dumps({"file": args.file, "schema_version": manifest.schema_version,
+                      "created_at": manifest.created_at, "tls": manifest.tls}))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Replace the database and TLS pair with a backup's (ipamd stopped, postgres running),
+    then migrate an older backup up to this version."""
+    from pathlib import Path
+
+    from ipamd import runtime
+    from ipamd.db import backup, migrate
+    from ipamd.db.bridge import run_once, run_sync
+
+    config = _config(args)
+    logsetup.configure("WARNING")
+    dsn, bin_dir, tls_dir = _backup_paths(config)
+    known = migrate.latest()
+    backup.read(Path(args.file), known)  # refuse a newer schema before connecting at all
+
+    async def create() -> None:  # a fresh appliance: wait for postgres, create the database
+        db = await runtime.prepare_database(config)
+        await db.close()
+
+    run_sync(create)
+    manifest = backup.restore(Path(args.file), dsn=dsn, bin_dir=bin_dir, known_schema=known,
+                              tls_dir=tls_dir)
+
+    async def upgrade() -> list[int]:
+        return await run_once(dsn, migrate.migrate)
+
+    applied = run_sync(upgrade)
+    print(json.dumps({"file": args.file, "schema_version": manifest.schema_version,
+                      "node": manifest.node, "created_at": manifest.created_at,
+                      "migrated": applied, "tls": manifest.tls and tls_dir is not None}))
+    return 0
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
     print(json.dumps(redacted(config), indent=2))  # never a password (issue 10)
@@ -156,26 +220,39 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "check-config", help="validate the TOML file and print it (passwords redacted)"
     ).set_defaults(fn=cmd_check_config)
+    made = sub.add_parser("backup", help="write the database, a manifest and the TLS pair "
+                          "to FILE (mode 0600)")
+    made.add_argument("file", metavar="FILE")
+    made.set_defaults(fn=cmd_backup)
+    back = sub.add_parser("restore", help="replace the database and TLS pair with FILE's, "
+                          "all or nothing (stop ipamd first; refuses a newer schema)")
+    back.add_argument("file", metavar="FILE")
+    back.set_defaults(fn=cmd_restore)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, ClusterError, DatabaseRefused, BaseExceptionGroup) as error:
+    except (ConfigError, ClusterError, DatabaseRefused, SchemaTooNew, BackupError,
+            BaseExceptionGroup) as error:
         refusal = _refusal(error)
         if refusal is None:
             raise
-        if isinstance(refusal, ConfigError):
-            print(f"ipamd: configuration error: {refusal}", file=sys.stderr)
-            return 2
-        if isinstance(refusal, ClusterError):
-            print(f"ipamd: bundled postgres: {refusal}", file=sys.stderr)
-            return 3
-        print(f"ipamd: {refusal}", file=sys.stderr)  # the database refused us
-        return 4
+        prefix, code = next(v for kind, v in REFUSALS.items() if isinstance(refusal, kind))
+        print(f"ipamd: {prefix}{refusal}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
         return 130
 
 
-Refusal = ConfigError | ClusterError | DatabaseRefused
+# What stops a command with one clear line on stderr, and its exit code (documented in
+# docs/operations.md): anything else is a bug and keeps its traceback.
+REFUSALS: dict[type[Exception], tuple[str, int]] = {
+    ConfigError: ("configuration error: ", 2),
+    ClusterError: ("bundled postgres: ", 3),
+    DatabaseRefused: ("", 4),  # the database refused our login: database.dsn is named
+    BackupError: ("", 5),
+    SchemaTooNew: ("", 6),  # a newer ipamd migrated this database: left untouched
+}
+Refusal = ConfigError | ClusterError | DatabaseRefused | BackupError | SchemaTooNew
 
 
 def _refusal(error: BaseException) -> Refusal | None:

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _build() -> bytes:
-    out = subprocess.run([str(ROOT / "image/build.sh")], cwd=ROOT, capture_output=True,
+    out = subprocess.run([str(ROOT / "image/tarball.sh")], cwd=ROOT, capture_output=True,
                          text=True, check=True, timeout=120).stdout.strip().splitlines()[-1]
     return (ROOT / out).read_bytes()
 

@@ -37,8 +37,34 @@ def available() -> list[Migration]:
     return found
 
 
-async def migrate(conn: asyncpg.Connection) -> list[int]:
-    """Apply every migration not yet applied; returns the versions applied now."""
+class SchemaTooNew(Exception):
+    """The database was migrated by a newer ipamd: refused, and left untouched."""
+
+
+def latest() -> int:
+    return available()[-1].version
+
+
+async def refuse_newer(conn: asyncpg.Connection) -> None:
+    """Raise SchemaTooNew when the database holds migrations this code does not know."""
+    known = {m.version for m in available()}
+    if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NULL"):
+        return
+    unknown = [r["version"] for r in await conn.fetch(
+        "SELECT version FROM schema_migrations WHERE version <> ALL($1::int[]) ORDER BY 1",
+        list(known))]
+    if unknown:
+        raise SchemaTooNew(
+            f"the database has schema version(s) {unknown} that this ipamd does not know "
+            f"(it knows up to {max(known)}): it was upgraded by a newer ipamd. Run that version "
+            "(or newer), or restore a backup made with this one. The database was not changed."
+        )
+
+
+async def migrate(conn: asyncpg.Connection, upto: int | None = None) -> list[int]:
+    """Apply every migration not yet applied (up to ``upto``, for tests of upgrades);
+    returns the versions applied now. A newer schema is refused before anything runs."""
+    await refuse_newer(conn)
     async with conn.transaction():
         # Under the lock too: two nodes starting together on a fresh database would both
         # create the table, and one fails ("duplicate key ... pg_type_typname_nsp_index").
@@ -51,6 +77,8 @@ async def migrate(conn: asyncpg.Connection) -> list[int]:
         )
     applied_now = []
     for migration in available():
+        if upto is not None and migration.version > upto:
+            break
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
             done = await conn.fetchval(

@@ -1,0 +1,178 @@
+"""Upgrade from the previous schema with data in it: a database migrated to N-1, filled as
+that version wrote it (plan rows and audit, webhooks, leases granted and released by the DHCP
+server) → the current appliance starts on it: migration N runs once, everything is still
+there (history backfilled), DHCP serves on. A newer schema is refused and left untouched."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from ipamd.config import parse
+from ipamd.core import audit
+from ipamd.db import migrate
+from ipamd.db.bridge import Database, run_once
+from ipamd.dhcp import options as o
+from ipamd.dhcp.server import DhcpServer
+from ipamd.state import AppState
+from tests.conftest import make_config
+from tests.integration import appliance_data as data
+from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket, seed_subnet
+from tests.support import postgres
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.slow
+PREVIOUS = migrate.latest() - 1
+# Every table the previous version wrote, compared row for row across the upgrade.
+TABLES = ("prefixes", "subnets", "pools", "reservations", "webhooks", "audit_log", "events",
+          "outbox", "leases", "lease_events")
+
+
+@pytest.fixture
+async def empty_dsn(pg: postgres.PgServer, aio: Any) -> Any:
+    name = postgres.next_name()
+
+    async def create(conn: Any) -> None:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+
+    await run_once(pg.dsn("postgres"), create)
+    try:
+        yield pg.dsn(name)
+    finally:
+        await run_once(pg.dsn("postgres"), postgres.drop, name)
+
+
+async def _fill_plan(conn: Any) -> dict[str, Any]:
+    """What the previous version's API wrote: rows plus their audit entries and events."""
+    ids = await seed_subnet(conn, pools=[("127.77.1.10", "127.77.1.40")], lease_time=600)
+    reservation = await conn.fetchrow(
+        """INSERT INTO reservations (subnet_id, ip, mac, hostname)
+           VALUES ($1, '127.77.2.5', '02:00:00:00:00:09', 'printer-1') RETURNING *""",
+        ids["subnet_id"])
+    hook = await conn.fetchrow(
+        """INSERT INTO webhooks (name, url, secret_ref, topics)
+           VALUES ('siem', 'https://hooks.example.com/ipamd', 'env:HOOK_SECRET',
+                   '{lease.granted,ipam.audit}') RETURNING *""")
+    await audit.record(conn, "token:old", "create", "reservation", reservation["id"], None,
+                       dict(reservation))
+    await audit.record(conn, "token:old", "create", "webhook", hook["id"], None, dict(hook))
+    return ids
+
+
+async def _rows(conn: Any) -> dict[str, list[Any]]:
+    out = {}
+    for table in TABLES:  # fixed names, not input
+        out[table] = [dict(r) for r in await conn.fetch(f"SELECT * FROM {table} ORDER BY 1")]
+    return out
+
+
+async def _schema(conn: Any) -> list[Any]:
+    """The database's shape and the migrations' rows: equal means untouched."""
+    tables = await conn.fetch(
+        """SELECT c.relname, c.relkind, c.reltuples, obj_description(c.oid)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' ORDER BY 1""")
+    applied = await conn.fetch("SELECT * FROM schema_migrations ORDER BY version")
+    return [tuple(r) for r in tables] + [tuple(r) for r in applied]
+
+
+async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nursery,
+                                            tmp_path: Path) -> None:
+    assert await run_once(empty_dsn, migrate.migrate, PREVIOUS) == list(range(1, PREVIOUS + 1))
+    ids = await run_once(empty_dsn, _fill_plan)
+
+    # The DHCP server grants and releases at the previous schema level.
+    sock = relay_socket()
+    db = await Database.connect(empty_dsn, min_size=1, max_size=4)
+    state = AppState(config=make_config(empty_dsn, dhcp=dhcp_section(sock.getsockname()[1])),
+                     db=db)
+    server = DhcpServer(state)
+    scope = trio.CancelScope()
+    done = trio.Event()
+
+    async def serve(*, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with scope:
+                await server.run(task_status=task_status)
+        finally:
+            done.set()
+
+    await nursery.start(serve)
+    relay = Relay(trio.socket.from_stdlib_socket(sock), server.addresses[0])
+    nursery.start_soon(relay.run)
+    kept = await data.dora(relay, 1)
+    gone = await data.dora(relay, 2)
+    await data.release(relay, 2, gone)
+    with trio.fail_after(10):
+        while "released" not in {r["state"] for r in (await db.run(_rows))["leases"]}:
+            await trio.sleep(0.05)
+    scope.cancel()
+    await done.wait()
+    await db.close()
+    old = await run_once(empty_dsn, _rows)
+    old_applied = await run_once(empty_dsn, lambda c: c.fetch("SELECT * FROM schema_migrations"))
+    assert len(old["leases"]) == 2 and len(old["audit_log"]) == 2 and old["outbox"]
+
+    # The current appliance starts on that database (the relay now talks to its server).
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    (state_dir / "hosts").write_text("127.0.0.1 fine.test\n")
+    dhcp_port = free_port()
+    running = await data.start(nursery, parse(data.appliance_config(
+        empty_dsn, state_dir, sock.getsockname()[1], dhcp_port)))
+    relay.server = ("127.0.0.1", dhcp_port)
+    try:
+        applied = await run_once(empty_dsn, lambda c: c.fetch(
+            "SELECT * FROM schema_migrations ORDER BY version"))
+        assert [r["version"] for r in applied] == list(range(1, migrate.latest() + 1))
+        assert {tuple(r) for r in old_applied} <= {tuple(r) for r in applied}  # not re-run
+        assert await run_once(empty_dsn, migrate.migrate) == []
+        assert await run_once(empty_dsn, _rows) == old  # everything still there, unchanged
+
+        async with data.client(running) as anon:
+            secret = data.ok(await anon.post("/tokens", json={"name": "a", "role": "admin"}))
+        async with data.client(running, secret["token"]) as admin:
+            leases = data.ok(await admin.get("/leases"), 200)["items"]
+            assert {(x["ip"], x["state"]) for x in leases} == {(kept, "active"),
+                                                               (gone, "released")}
+            history = data.ok(await admin.get("/history", params={"ip": gone}), 200)["items"]
+            assert [h["state"] for h in history] == ["released"]  # backfilled by migration N
+            assert data.ok(await admin.get(f"/subnets/{ids['subnet_id']}/reservations"),
+                           200)["items"][0]["hostname"] == "printer-1"
+            assert data.ok(await admin.get("/webhooks"), 200)["items"][0]["name"] == "siem"
+            audited = data.ok(await admin.get("/audit"), 200)["items"]
+            assert {"reservation", "webhook"} <= {a["object_type"] for a in audited}
+            await data.wait_plan(running, str(ids["subnet_id"]))
+            assert await data.renew(relay, 1, kept) == o.ACK  # DHCP serves on
+            fresh = await data.dora(relay, 3)
+            assert fresh not in (kept, "127.77.2.5")
+    finally:
+        await data.stop(running)
+        sock.close()
+
+
+async def test_newer_schema_is_refused_untouched(empty_dsn: str, tmp_path: Path) -> None:
+    await run_once(empty_dsn, migrate.migrate)
+
+    async def from_the_future(conn: Any) -> None:
+        await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, 'next')",
+                           migrate.latest() + 1)
+
+    await run_once(empty_dsn, from_the_future)
+    before = await run_once(empty_dsn, _schema)
+    with pytest.raises(migrate.SchemaTooNew, match=f"knows up to {migrate.latest()}"):
+        await run_once(empty_dsn, migrate.migrate)
+    config = tmp_path / "ipamd.toml"
+    config.write_text(f'[database]\ndsn = "{empty_dsn}"\n')
+    result = await trio.run_process(
+        [sys.executable, "-m", "ipamd", "--config", str(config), "migrate"],
+        capture_stdout=True, capture_stderr=True, check=False)
+    err = result.stderr.decode()
+    assert result.returncode == 6, err
+    assert "upgraded by a newer ipamd" in err and "was not changed" in err
+    assert "Traceback" not in err
+    assert await run_once(empty_dsn, _schema) == before
