@@ -26,7 +26,8 @@ from tests.support import postgres
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
-PREVIOUS = migrate.latest() - 1
+VERSIONS = [m.version for m in migrate.available()]
+PREVIOUS = VERSIONS[-2]  # numbers may have gaps
 # Every table the previous version wrote, compared row for row across the upgrade.
 TABLES = ("prefixes", "subnets", "pools", "reservations", "webhooks", "audit_log", "events",
           "outbox", "leases", "lease_events")
@@ -82,7 +83,7 @@ async def _schema(conn: Any) -> list[Any]:
 
 async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nursery,
                                             tmp_path: Path) -> None:
-    assert await run_once(empty_dsn, migrate.migrate, PREVIOUS) == list(range(1, PREVIOUS + 1))
+    assert await run_once(empty_dsn, migrate.migrate, PREVIOUS) == [v for v in VERSIONS if v <= PREVIOUS]
     ids = await run_once(empty_dsn, _fill_plan)
 
     # The DHCP server grants and releases at the previous schema level.
@@ -128,7 +129,7 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
     try:
         applied = await run_once(empty_dsn, lambda c: c.fetch(
             "SELECT * FROM schema_migrations ORDER BY version"))
-        assert [r["version"] for r in applied] == list(range(1, migrate.latest() + 1))
+        assert [r["version"] for r in applied] == VERSIONS
         assert {tuple(r) for r in old_applied} <= {tuple(r) for r in applied}  # not re-run
         assert await run_once(empty_dsn, migrate.migrate) == []
         assert await run_once(empty_dsn, _rows) == old  # everything still there, unchanged

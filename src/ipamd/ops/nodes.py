@@ -76,6 +76,17 @@ async def list_all(conn: asyncpg.Connection, down_seconds: float) -> list[dict[s
     return [_out(r) for r in rows]
 
 
+async def list_page(conn: asyncpg.Connection, down_seconds: float, after: uuid.UUID | None,
+                    limit: int) -> list[dict[str, Any]]:
+    """One page of nodes by id (limit + 1 rows: the extra one says there is more)."""
+    rows = await conn.fetch(
+        f"""SELECT {_COLUMNS} FROM nodes WHERE ($2::uuid IS NULL OR id > $2)
+            ORDER BY id LIMIT $3""",
+        down_seconds, after, limit + 1,
+    )
+    return [_out(r) for r in rows]
+
+
 async def get(conn: asyncpg.Connection, down_seconds: float, node_id: uuid.UUID) -> dict[str, Any]:
     row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM nodes WHERE id = $2", down_seconds,
                               node_id)

@@ -11,6 +11,7 @@ from quart import Response
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.routes import listing
 from ipamd.api.schemas import Page
 from ipamd.ops import alerts, dashboard, metrics, nodes, service
 
@@ -34,18 +35,14 @@ class NodeOut(BaseModel):
     updated_at: dt.datetime
 
 
-class NodeList(BaseModel):
-    items: list[NodeOut]
-
-
 def _down(ctx: RequestContext) -> float:
     return ctx.state.config.ops.node_down_seconds
 
 
 @router.route("GET", "/nodes", role="viewer", summary="Appliance nodes on this database",
-              response=NodeList, errors=(401, 403))
+              query=paging.PageQuery, response=Page[NodeOut], errors=(400, 401, 403))
 async def list_nodes(ctx: RequestContext) -> dict[str, Any]:
-    return {"items": await ctx.run(nodes.list_all, _down(ctx))}
+    return await listing.by_id(ctx, nodes.list_page, _down(ctx))
 
 
 @router.route("GET", "/nodes/{node_id}", role="viewer", summary="One node",
