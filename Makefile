@@ -9,7 +9,7 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # Debian packages: the appliance needs postgresql; the tests also drive real DHCP clients and
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2
-TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox
+TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
 .PHONY: run setup test lint bench clean image system-run system-test system-bench venv

@@ -43,6 +43,7 @@ from ipamd.api.routes import (
     tenants,
     tokens,
 )
+from ipamd.api.routes import dns as dns_routes
 from ipamd.api.routes import history as history_routes
 from ipamd.api.routes import leases as lease_routes
 from ipamd.api.routes import outbox as outbox_routes
@@ -60,6 +61,7 @@ log = logging.getLogger("ipamd.api")
 ROUTERS: list[Router] = [health.router, tokens.router, audit.router, history_routes.router]
 ROUTERS += [webhook_routes.router, outbox_routes.router]
 ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
+ROUTERS += [dns_routes.router]  # DNS (issue 13)
 ROUTERS += [
     tenants.router, prefixes.router, subnets.router, pools.router, excludes.router,
     reservations.router, assignments.router, options.router, client_classes.router,
