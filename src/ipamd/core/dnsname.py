@@ -29,18 +29,12 @@ def ddns_fqdn(hostname: str | None, fqdn: str | None, zone: str | None) -> str |
         return None
     zone = zone.lower().rstrip(".")
     for given in (fqdn, hostname):
-        if not given:
+        parts = [label(part) for part in (given or "").strip().rstrip(".").split(".")]
+        if not parts or parts[0] is None:
             continue
-        labels = [label(part) for part in given.strip().rstrip(".").split(".") if part]
-        if not labels or any(part is None for part in labels):
-            labels = [label(given.split(".")[0])] if given.split(".")[0] else []
-            if not labels or labels[0] is None:
-                continue
-        name = ".".join(p for p in labels if p)
-        if name != zone and not name.endswith("." + zone):
-            name = f"{labels[0]}.{zone}"
-        elif name == zone:
-            continue  # the zone apex is never a client's name
+        name = ".".join(p for p in parts if p) if all(parts) else ""
+        if not name.endswith("." + zone):  # outside the zone, or its apex: host label only
+            name = f"{parts[0]}.{zone}"
         if len(name) <= NAME_MAX:
             return name
     return None

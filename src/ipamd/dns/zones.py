@@ -62,7 +62,7 @@ async def get(conn: asyncpg.Connection, zone_id: uuid.UUID) -> dict[str, Any]:
 
 
 async def list_page(
-    conn: asyncpg.Connection, after: uuid.UUID | None, limit: int, name: str | None = None
+    conn: asyncpg.Connection, name: str | None, after: uuid.UUID | None, limit: int
 ) -> list[dict[str, Any]]:
     rows = await conn.fetch(
         page_sql(COLUMNS, "dns_zones", "($3::text IS NULL OR name = $3)"), after, limit + 1, name

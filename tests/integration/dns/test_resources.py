@@ -57,6 +57,8 @@ async def test_zones_records_and_cname_exclusivity(operator, viewer, admin):
     assert zone["name"] == "lan.example" and zone["kind"] == "forward"
     rev = await _zone(operator, srv["id"], "53.77.10.in-addr.arpa")
     assert rev["kind"] == "reverse"
+    named = (await viewer.get("/dns-zones", params={"name": "LAN.example."})).json()["items"]
+    assert [z["id"] for z in named] == [zone["id"]]
     error_of(await operator.post("/dns-zones", json={"name": "lan.example",
                                                       "server_id": srv["id"]}), 409, "conflict")
     error_of(await operator.post("/dns-zones", json={

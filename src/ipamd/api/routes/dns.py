@@ -193,15 +193,8 @@ async def create_zone(ctx: RequestContext) -> Reply:
               query=ZoneQuery, response=Page[ZoneOut], errors=(400, 401, 403))
 async def list_zones(ctx: RequestContext) -> dict[str, Any]:
     q: ZoneQuery = ctx.query
-    rows, limit = await _page(ctx, zones.list_page, name=q.name)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
-
-
-async def _page(ctx: RequestContext, unit: Any, *args: Any, **kw: Any) -> tuple[Any, int]:
-    q: paging.PageQuery = ctx.query
-    limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    return await ctx.run(unit, *args, after[0] if after else None, limit, **kw), limit
+    return await listing.by_id(ctx, zones.list_page, q.name.lower().rstrip(".") if q.name
+                               else None)
 
 
 @router.route("GET", "/dns-zones/{zone_id}", role="viewer", summary="Read a DNS zone",
@@ -239,8 +232,7 @@ async def create_record(ctx: RequestContext, zone_id: uuid.UUID) -> Reply:
               summary="List a zone's static records", query=paging.PageQuery,
               response=Page[RecordOut], errors=(400, 401, 403, 404))
 async def list_records(ctx: RequestContext, zone_id: uuid.UUID) -> dict[str, Any]:
-    rows, limit = await _page(ctx, records.list_page, zone_id)
-    return paging.page(rows, limit, key=lambda r: [r["id"]])
+    return await listing.by_id(ctx, records.list_page, zone_id)
 
 
 @router.route("GET", "/dns-records/{record_id}", role="viewer", summary="Read a static record",
