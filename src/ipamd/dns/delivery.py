@@ -16,6 +16,7 @@ import asyncpg
 from ipamd.dns import change as change_mod
 from ipamd.dns.adapter import Adapter, DnsFailure, Server
 from ipamd.dns.bind_tsig import BindTsig
+from ipamd.dns.powerdns_http import PowerDnsHttp
 from ipamd.dns.servers import COLUMNS
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
@@ -64,6 +65,5 @@ def handlers(
     state: AppState, client: Client, backoff: Backoff
 ) -> dict[str, Callable[[Job], Awaitable[Outcome]]]:
     """{kind: handler} for the outbox scheduler (see scheduler.ExtraHandlers)."""
-    del client  # the powerdns_http adapter uses it
-    adapters: dict[str, Adapter] = {"bind_tsig": BindTsig()}
+    adapters: dict[str, Adapter] = {"bind_tsig": BindTsig(), "powerdns_http": PowerDnsHttp(client)}
     return {"dns": DnsDeliverer(state, adapters, backoff).deliver}

@@ -90,26 +90,31 @@ async def _row(viewer: httpx.AsyncClient, topic: str, name: str, states: set[str
             await trio.sleep(0.1)
 
 
-async def _dig(bind: Bind, name: str, rtype: str, want: list[str]) -> None:
+async def _dig(bind: Any, name: str, rtype: str, want: list[str]) -> None:
     with trio.fail_after(5):
         while await trio.to_thread.run_sync(bind.dig, name, rtype) != want:
             await trio.sleep(0.1)
+
+
+async def _subnet(operator: httpx.AsyncClient, server_id: str, adapter: str) -> dict:
+    """The zones on the server, and a DDNS subnet with a pool behind the loopback relay."""
+    for name in (ZONE, REVERSE):
+        created(await operator.post("/dns-zones", json={"name": name, "server_id": server_id}))
+    prefix = created(await operator.post("/prefixes", json={"cidr": "127.77.0.0/16"}))
+    subnet = created(await operator.post("/subnets", json={
+        "prefix_id": prefix["id"], "cidr": "127.77.0.0/16", "gateway": "127.77.0.1",
+        "ddns_adapter": adapter, "ddns_server_id": server_id, "ddns_zone": ZONE,
+        "ddns_reverse_zone": REVERSE, "ddns_ttl": 120}))
+    created(await operator.post(f"/subnets/{subnet['id']}/pools", json={
+        "name": "clients", "start_ip": "127.77.5.1", "end_ip": "127.77.5.50"}))
+    return subnet
 
 
 async def test_ddns_against_bind(appliance, relay_sock, operator, viewer, bind: Bind) -> None:
     server = created(await operator.post("/dns-servers", json={
         "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
         "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
-    for name in (ZONE, REVERSE):
-        created(await operator.post("/dns-zones", json={"name": name,
-                                                        "server_id": server["id"]}))
-    prefix = created(await operator.post("/prefixes", json={"cidr": "127.77.0.0/16"}))
-    subnet = created(await operator.post("/subnets", json={
-        "prefix_id": prefix["id"], "cidr": "127.77.0.0/16", "gateway": "127.77.0.1",
-        "ddns_adapter": "bind_tsig", "ddns_server_id": server["id"], "ddns_zone": ZONE,
-        "ddns_reverse_zone": REVERSE, "ddns_ttl": 120}))
-    created(await operator.post(f"/subnets/{subnet['id']}/pools", json={
-        "name": "clients", "start_ip": "127.77.5.1", "end_ip": "127.77.5.50"}))
+    await _subnet(operator, server["id"], "bind_tsig")
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
