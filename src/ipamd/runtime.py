@@ -30,6 +30,7 @@ from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
 from ipamd.dns import delivery as dns_delivery
+from ipamd.dns import embedded as dns_embedded
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed
@@ -50,6 +51,8 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     if state.config.outbox.enabled:
         outbox = functools.partial(outbox_scheduler.run, extra_handlers=dns_delivery.handlers)
         found.append(("outbox", outbox))
+    if state.config.dns.enabled:
+        found.append(("dns", dns_embedded.run))
     if state.config.dhcp.enabled:
         found.append(("dhcp", dhcp_server.run))
         found.append(("dhcp_expiry", dhcp_expiry.run))

@@ -79,8 +79,9 @@ class Pool:
 
 # The DDNS adapters this server performs DNS updates through: a lease event of such a
 # subnet becomes an outbox row (kind dns) that the dns room delivers. Option 81 says so
-# (RFC 4702 S flag) only for these; others (ad_gsstsig, embedded) do not register names yet.
-DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset({"bind_tsig", "powerdns_http"})
+# (RFC 4702 S flag) only for these; embedded serves the names itself from the leases;
+# ad_gsstsig does not register names yet.
+DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset({"bind_tsig", "powerdns_http", "embedded"})
 
 
 def performs_dns_updates(subnet: Subnet) -> bool:
@@ -242,7 +243,8 @@ def build(rows: Mapping[str, Any]) -> Plan:
             lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
             next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
             ddns_adapter=row["ddns_adapter"] or "none",
-            ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id") else None,
+            ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id")
+            or row["ddns_adapter"] == "embedded" else None,
         )
         subnet.excludes = tuple(sorted((e["start_ip"], e["end_ip"])
                                        for e in excludes.get(subnet.id, ())))

@@ -25,7 +25,7 @@ class Server:
     tsig_algorithm: str
     api_url: str | None
     pdns_server_id: str
-    secret_ref: str
+    secret_ref: str | None
 
     @classmethod
     def of(cls, row: Any) -> Server:

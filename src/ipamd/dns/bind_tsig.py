@@ -43,7 +43,7 @@ def _name(text: str) -> dns.name.Name:
 def tsig_key(server: Server) -> dns.tsig.Key:
     """The key, its secret read now from secret_ref (a rotation needs no restart)."""
     try:
-        secret = resolve(server.secret_ref)
+        secret = resolve(server.secret_ref or "")
         raw = base64.b64decode(secret, validate=True)
     except SecretError as error:
         raise DnsFailure("SECRET", str(error)) from None

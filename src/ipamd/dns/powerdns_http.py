@@ -37,7 +37,7 @@ class PowerDnsHttp:
 
     async def apply(self, server: Server, change: Change, timeout: float) -> Answer:
         try:
-            key = resolve(server.secret_ref).decode("ascii")
+            key = resolve(server.secret_ref or "").decode("ascii")
         except (SecretError, UnicodeDecodeError) as error:
             raise DnsFailure("SECRET", str(error)) from None
         api = _Api(self.client, server, key)

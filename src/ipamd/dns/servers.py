@@ -20,7 +20,7 @@ from ipamd.dns.common import REDACTED, fetch_unique, page_sql
 from ipamd.outbox import secrets
 from ipamd.outbox.urlguard import UrlRefused, check_url
 
-ADAPTERS = ("bind_tsig", "powerdns_http")
+ADAPTERS = ("bind_tsig", "powerdns_http", "embedded")
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
 COLUMNS = ("id, name, adapter, host(address) AS address, port, tsig_key_name, tsig_algorithm, "
            "api_url, pdns_server_id, secret_ref, created_at, updated_at")
@@ -28,7 +28,7 @@ UPDATABLE = ("name", "address", "port", "tsig_key_name", "tsig_algorithm", "api_
              "pdns_server_id", "secret_ref")
 DEFAULTS: dict[str, Any] = {
     "address": None, "port": 53, "tsig_key_name": None, "tsig_algorithm": "hmac-sha256",
-    "api_url": None, "pdns_server_id": "localhost",
+    "api_url": None, "pdns_server_id": "localhost", "secret_ref": None,
 }
 
 
@@ -62,6 +62,8 @@ def _adapter_rules(s: dict[str, Any]) -> None:
                 raise invalid(field, "required when adapter is bind_tsig")
     if s["adapter"] == "powerdns_http" and not s.get("api_url"):
         raise invalid("api_url", "required when adapter is powerdns_http")
+    if s["adapter"] != "embedded" and not s.get("secret_ref"):
+        raise invalid("secret_ref", f"required when adapter is {s['adapter']}")
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +73,7 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    return {**public(row), "secret_ref": REDACTED}
+    return {**public(row), "secret_ref": None if row["secret_ref"] is None else REDACTED}
 
 
 def _dup(name: str) -> str:

@@ -19,7 +19,7 @@ from ipamd.dns import records, servers, zones
 
 router = Router("dns")
 
-Adapter = Literal["bind_tsig", "powerdns_http"]
+Adapter = Literal["bind_tsig", "powerdns_http", "embedded"]
 Algorithm = Literal["hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1"]
 RecordType = Literal["A", "AAAA", "CNAME", "PTR", "TXT", "MX", "SRV", "NS"]
 
@@ -48,7 +48,8 @@ class _ServerChecks(Body):
 
 class ServerCreate(_ServerChecks):
     name: Name
-    adapter: Adapter = Field(description="bind_tsig (RFC 2136 + TSIG) or powerdns_http")
+    adapter: Adapter = Field(description="bind_tsig (RFC 2136 + TSIG), powerdns_http, or "
+                             "embedded (this appliance answers for the zones itself)")
     address: str | None = Field(default=None, description="bind_tsig: the server's address")
     port: int = Field(default=53, ge=1, le=65535, description="bind_tsig: UDP/TCP port")
     tsig_key_name: str | None = Field(default=None, description="bind_tsig: the TSIG key name")
@@ -56,8 +57,9 @@ class ServerCreate(_ServerChecks):
     api_url: str | None = Field(default=None, max_length=2048,
                                 description="powerdns_http: the API base, e.g. …/api/v1")
     pdns_server_id: Name = Field(default="localhost", description="powerdns_http: server id")
-    secret_ref: str = Field(description="env:<VARIABLE> or file:<absolute_path> (mode 0600) "
-                            "holding the base64 TSIG secret or the X-API-Key; never the secret")
+    secret_ref: str | None = Field(
+        default=None, description="env:<VARIABLE> or file:<absolute_path> (mode 0600) holding "
+        "the base64 TSIG secret or the X-API-Key; never the secret (not for embedded)")
 
 
 class ServerPatch(_ServerChecks):
@@ -81,7 +83,7 @@ class ServerOut(BaseModel):
     tsig_algorithm: str
     api_url: str | None
     pdns_server_id: str
-    secret_ref: str
+    secret_ref: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
 

@@ -4,7 +4,8 @@
 CREATE TABLE dns_servers (
     id             uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
     name           text NOT NULL CONSTRAINT dns_servers_name UNIQUE,
-    adapter        text NOT NULL CHECK (adapter IN ('bind_tsig', 'powerdns_http')),
+    -- embedded: this appliance answers for the server's zones itself (the [dns] section).
+    adapter        text NOT NULL CHECK (adapter IN ('bind_tsig', 'powerdns_http', 'embedded')),
     -- bind_tsig: where UPDATE messages go.
     address        inet,
     port           integer NOT NULL DEFAULT 53 CHECK (port BETWEEN 1 AND 65535),
@@ -14,12 +15,13 @@ CREATE TABLE dns_servers (
     api_url        text,
     pdns_server_id text NOT NULL DEFAULT 'localhost',
     -- env:NAME or file:/path (0600): the TSIG secret (base64) or the X-API-Key.
-    secret_ref     text NOT NULL,
+    secret_ref     text,
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT dns_servers_bind_fields CHECK (
         adapter <> 'bind_tsig' OR (address IS NOT NULL AND tsig_key_name IS NOT NULL)),
-    CONSTRAINT dns_servers_pdns_fields CHECK (adapter <> 'powerdns_http' OR api_url IS NOT NULL)
+    CONSTRAINT dns_servers_pdns_fields CHECK (adapter <> 'powerdns_http' OR api_url IS NOT NULL),
+    CONSTRAINT dns_servers_secret CHECK (adapter = 'embedded' OR secret_ref IS NOT NULL)
 );
 
 CREATE TABLE dns_zones (
@@ -67,7 +69,7 @@ BEGIN
     FROM new_events e
     JOIN subnets s ON e.topic IN ('lease.granted', 'lease.renewed', 'lease.released', 'lease.expired')
         AND s.id = (e.payload->>'subnet_id')::uuid
-        AND s.ddns_adapter <> 'none' AND s.ddns_server_id IS NOT NULL
+        AND s.ddns_adapter NOT IN ('none', 'embedded') AND s.ddns_server_id IS NOT NULL
     LEFT JOIN dns_zones z ON z.name = s.ddns_zone
     WHERE e.payload->>'fqdn' LIKE '%.' || s.ddns_zone
     UNION ALL
@@ -79,9 +81,19 @@ BEGIN
                'before', e.payload->'before', 'after', e.payload->'after')
     FROM new_events e
     JOIN dns_zones z ON e.topic = 'ipam.audit' AND e.payload->>'object_type' = 'dns_record'
-        AND z.id = coalesce(e.payload->'after'->>'zone_id', e.payload->'before'->>'zone_id')::uuid;
+        AND z.id = coalesce(e.payload->'after'->>'zone_id', e.payload->'before'->>'zone_id')::uuid
+    JOIN dns_servers v ON v.id = z.server_id AND v.adapter <> 'embedded';
     IF FOUND THEN
         PERFORM pg_notify('ipamd_outbox', 'dns');
+    END IF;
+    -- The embedded server reloads its zones when what they show may have changed.
+    IF EXISTS (SELECT 1 FROM new_events e
+               JOIN subnets s ON s.id = (e.payload->>'subnet_id')::uuid
+               WHERE e.topic LIKE 'lease.%' AND s.ddns_adapter = 'embedded')
+       OR EXISTS (SELECT 1 FROM new_events e WHERE e.topic = 'ipam.audit' AND
+                  e.payload->>'object_type' IN ('dns_record', 'dns_zone', 'dns_server', 'subnet'))
+    THEN
+        PERFORM pg_notify('ipamd_dns', 'changed');
     END IF;
     RETURN NULL;
 END
