@@ -55,11 +55,18 @@ class Bind:
     port: int = field(default_factory=free_port)
     secret: str = field(default_factory=lambda: base64.b64encode(os.urandom(32)).decode())
     proc: subprocess.Popen[bytes] | None = None
+    # Secondary of a primary at this (address, port) instead of a primary of its own zones.
+    primary: tuple[str, int] | None = None
 
     def write(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         zones = ""
         for zone in self.zones:
+            if self.primary is not None:
+                host, port = self.primary
+                zones += (f'zone "{zone}" {{ type secondary; file "{self.root}/{zone}.bak"; '
+                          f"primaries {{ {host} port {port}; }}; }};\n")
+                continue
             path = self.root / f"{zone}.zone"
             if not path.exists():
                 path.write_text(_ZONE.format(zone=zone if not zone.endswith("arpa") else
@@ -67,6 +74,7 @@ class Bind:
             zones += (f'zone "{zone}" {{ type primary; file "{path}"; '
                       f"allow-update {{ key {KEY_NAME}; }}; }};\n")
         (self.root / "named.conf").write_text(f"""
+controls {{ }};
 key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{self.secret}"; }};
 options {{
     directory "{self.root}";
@@ -76,6 +84,7 @@ options {{
     listen-on port {self.port} {{ 127.0.0.1; }};
     listen-on-v6 {{ none; }};
     recursion no;
+    allow-query {{ any; }};
     notify no;
     dnssec-validation no;
 }};
@@ -93,7 +102,9 @@ options {{
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("named exited: " + (self.root / "named.log").read_text()[-2000:])
-            if self.dig(f"{self.zones[0]}", "SOA"):
+            if self.dig(f"{self.zones[0]}", "SOA") or (
+                    self.primary is not None and "running" in
+                    (self.root / "named.log").read_text(errors="replace")):
                 return
             time.sleep(0.1)
         raise RuntimeError("named did not answer in time")

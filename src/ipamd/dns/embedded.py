@@ -97,14 +97,16 @@ class EmbeddedDns:
         """RFC 1996: tell a secondary the zone changed; retried a few times, then left to
         its refresh timer."""
         msg = dns.message.make_query(zone.origin, dns.rdatatype.SOA)
+        msg.flags = dns.flags.AA  # first: dnspython keeps the opcode in the flags word
         msg.set_opcode(dns.opcode.NOTIFY)
-        msg.flags = dns.flags.AA
         msg.answer.append(zone.soa)
         for _ in range(NOTIFY_TRIES):
             try:
-                await dns.asyncquery.udp(msg, host, timeout=NOTIFY_TIMEOUT_SECONDS, port=port)
-                self.counters["notifies"] += 1
-                return
+                reply = await dns.asyncquery.udp(msg, host, timeout=NOTIFY_TIMEOUT_SECONDS,
+                                                 port=port)
+                if reply.opcode() == dns.opcode.NOTIFY:
+                    self.counters["notifies"] += 1
+                    return
             except (dns.exception.DNSException, OSError, ValueError):
                 continue
 
