@@ -8,8 +8,10 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 
 # Debian packages: the appliance needs postgresql; the tests also drive real DHCP clients and
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
-RUN_PACKAGES := postgresql postgresql-contrib iproute2
-TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3
+# libkrb5-dev: the gssapi package (ad_gsstsig DNS updates) builds against it.
+RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev
+TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 \
+	krb5-kdc krb5-admin-server
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 
 .PHONY: run setup test lint bench clean image system-run system-test system-bench venv

@@ -57,6 +57,10 @@ class Bind:
     proc: subprocess.Popen[bytes] | None = None
     # Secondary of a primary at this (address, port) instead of a primary of its own zones.
     primary: tuple[str, int] | None = None
+    # GSS-TSIG (RFC 3645): BIND's keytab and the Kerberos principal allowed to update.
+    gss_keytab: Path | None = None
+    gss_principal: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     def write(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -71,8 +75,12 @@ class Bind:
             if not path.exists():
                 path.write_text(_ZONE.format(zone=zone if not zone.endswith("arpa") else
                                              "lan.example"))
-            zones += (f'zone "{zone}" {{ type primary; file "{path}"; '
-                      f"allow-update {{ key {KEY_NAME}; }}; }};\n")
+            if self.gss_principal:
+                policy = f"update-policy {{ grant {self.gss_principal} zonesub ANY; }};"
+            else:
+                policy = f"allow-update {{ key {KEY_NAME}; }};"
+            zones += f'zone "{zone}" {{ type primary; file "{path}"; {policy} }};\n'
+
         (self.root / "named.conf").write_text(f"""
 controls {{ }};
 key "{KEY_NAME}" {{ algorithm hmac-sha256; secret "{self.secret}"; }};
@@ -87,6 +95,7 @@ options {{
     allow-query {{ any; }};
     notify no;
     dnssec-validation no;
+    {f'tkey-gssapi-keytab "{self.gss_keytab}";' if self.gss_keytab else ""}
 }};
 {zones}""")
 
@@ -95,7 +104,7 @@ options {{
         log = open(self.root / "named.log", "ab")  # noqa: SIM115 - kept for the process's life
         self.proc = subprocess.Popen(
             [NAMED, "-g", "-4", "-c", str(self.root / "named.conf")],
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
         )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT

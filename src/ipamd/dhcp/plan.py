@@ -79,9 +79,9 @@ class Pool:
 
 # The DDNS adapters this server performs DNS updates through: a lease event of such a
 # subnet becomes an outbox row (kind dns) that the dns room delivers. Option 81 says so
-# (RFC 4702 S flag) only for these; embedded serves the names itself from the leases;
-# ad_gsstsig does not register names yet.
-DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset({"bind_tsig", "powerdns_http", "embedded"})
+# (RFC 4702 S flag) only for these; embedded serves the names itself from the leases.
+DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset(
+    {"bind_tsig", "powerdns_http", "ad_gsstsig", "embedded"})
 
 
 def performs_dns_updates(subnet: Subnet) -> bool:

@@ -26,6 +26,10 @@ class Server:
     api_url: str | None
     pdns_server_id: str
     secret_ref: str | None
+    krb_realm: str | None = None
+    krb_principal: str | None = None
+    keytab_path: str | None = None
+    krb_service_host: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> Server:

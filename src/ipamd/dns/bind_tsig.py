@@ -84,7 +84,11 @@ class BindTsig:
     """The bind_tsig adapter (also any RFC 2136 server with TSIG: Knot, PowerDNS dnsupdate)."""
 
     async def apply(self, server: Server, change: Change, timeout: float) -> Answer:
-        key = tsig_key(server)
+        return await self.apply_with_key(server, change, timeout, tsig_key(server))
+
+    async def apply_with_key(self, server: Server, change: Change, timeout: float,
+                             key: dns.tsig.Key) -> Answer:
+        """The same updates signed with another key (ad_gsstsig's negotiated one)."""
         if isinstance(change, StaticChange):
             return await self._static(server, key, change, timeout)
         if change.op == "add":
@@ -96,6 +100,7 @@ class BindTsig:
         msg = dns.update.UpdateMessage(_name(zone))
         msg.use_tsig(key)
         return msg
+
 
     async def _add(self, server: Server, key: dns.tsig.Key, c: LeaseChange,
                    timeout: float) -> Answer:

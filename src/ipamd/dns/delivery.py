@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from ipamd.dns import change as change_mod
+from ipamd.dns.ad_gsstsig import AdGssTsig
 from ipamd.dns.adapter import Adapter, DnsFailure, Server
 from ipamd.dns.bind_tsig import BindTsig
 from ipamd.dns.powerdns_http import PowerDnsHttp
@@ -65,5 +66,6 @@ def handlers(
     state: AppState, client: Client, backoff: Backoff
 ) -> dict[str, Callable[[Job], Awaitable[Outcome]]]:
     """{kind: handler} for the outbox scheduler (see scheduler.ExtraHandlers)."""
-    adapters: dict[str, Adapter] = {"bind_tsig": BindTsig(), "powerdns_http": PowerDnsHttp(client)}
+    adapters: dict[str, Adapter] = {"bind_tsig": BindTsig(), "powerdns_http": PowerDnsHttp(client),
+                                    "ad_gsstsig": AdGssTsig()}
     return {"dns": DnsDeliverer(state, adapters, backoff).deliver}

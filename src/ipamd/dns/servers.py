@@ -20,15 +20,19 @@ from ipamd.dns.common import REDACTED, fetch_unique, page_sql
 from ipamd.outbox import secrets
 from ipamd.outbox.urlguard import UrlRefused, check_url
 
-ADAPTERS = ("bind_tsig", "powerdns_http", "embedded")
+ADAPTERS = ("bind_tsig", "powerdns_http", "ad_gsstsig", "embedded")
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
 COLUMNS = ("id, name, adapter, host(address) AS address, port, tsig_key_name, tsig_algorithm, "
-           "api_url, pdns_server_id, secret_ref, created_at, updated_at")
+           "api_url, pdns_server_id, secret_ref, krb_realm, krb_principal, keytab_path, "
+           "krb_service_host, created_at, updated_at")
 UPDATABLE = ("name", "address", "port", "tsig_key_name", "tsig_algorithm", "api_url",
-             "pdns_server_id", "secret_ref")
+             "pdns_server_id", "secret_ref", "krb_realm", "krb_principal", "keytab_path",
+             "krb_service_host")
+GSS_FIELDS = ("address", "krb_principal", "keytab_path", "krb_service_host")
 DEFAULTS: dict[str, Any] = {
     "address": None, "port": 53, "tsig_key_name": None, "tsig_algorithm": "hmac-sha256",
-    "api_url": None, "pdns_server_id": "localhost", "secret_ref": None,
+    "api_url": None, "pdns_server_id": "localhost", "secret_ref": None, "krb_realm": None,
+    "krb_principal": None, "keytab_path": None, "krb_service_host": None,
 }
 
 
@@ -55,6 +59,25 @@ def check_address(value: str) -> str:
     return str(validate.ip_address(value))
 
 
+def check_keytab(value: str) -> str:
+    """An absolute path (the file itself is checked, 0600, when it is used)."""
+    if not value.startswith("/") or any(ord(ch) < 0x20 for ch in value) or ".." in value.split("/"):
+        raise ValueError("must be an absolute path without '..' or control characters")
+    return value
+
+
+def check_realm(value: str) -> str:
+    """A Kerberos realm, case kept (realms are case-sensitive: AD.EXAMPLE)."""
+    validate.hostname(value)
+    return value.strip()
+
+
+def check_principal(value: str) -> str:
+    if not value or len(value) > 255 or any(ord(ch) < 0x21 for ch in value):
+        raise ValueError("a Kerberos principal such as ipamd@AD.EXAMPLE (no spaces)")
+    return value
+
+
 def _adapter_rules(s: dict[str, Any]) -> None:
     if s["adapter"] == "bind_tsig":
         for field in ("address", "tsig_key_name"):
@@ -62,14 +85,19 @@ def _adapter_rules(s: dict[str, Any]) -> None:
                 raise invalid(field, "required when adapter is bind_tsig")
     if s["adapter"] == "powerdns_http" and not s.get("api_url"):
         raise invalid("api_url", "required when adapter is powerdns_http")
-    if s["adapter"] != "embedded" and not s.get("secret_ref"):
+    if s["adapter"] == "ad_gsstsig":
+        for field in GSS_FIELDS:
+            if not s.get(field):
+                raise invalid(field, "required when adapter is ad_gsstsig")
+    if s["adapter"] not in ("embedded", "ad_gsstsig") and not s.get("secret_ref"):
         raise invalid("secret_ref", f"required when adapter is {s['adapter']}")
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in (
         "id", "name", "adapter", "address", "port", "tsig_key_name", "tsig_algorithm",
-        "api_url", "pdns_server_id", "secret_ref", "created_at", "updated_at")}
+        "api_url", "pdns_server_id", "secret_ref", "krb_realm", "krb_principal", "keytab_path",
+        "krb_service_host", "created_at", "updated_at")}
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -90,10 +118,13 @@ async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -
     row = await fetch_unique(
         conn, _dup(s["name"]),
         f"""INSERT INTO dns_servers (name, adapter, address, port, tsig_key_name, tsig_algorithm,
-                                     api_url, pdns_server_id, secret_ref)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}""",
+                                     api_url, pdns_server_id, secret_ref, krb_realm,
+                                     krb_principal, keytab_path, krb_service_host)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            RETURNING {COLUMNS}""",
         s["name"], s["adapter"], _inet(s["address"]), s["port"], s["tsig_key_name"],
         s["tsig_algorithm"], s["api_url"], s["pdns_server_id"], s["secret_ref"],
+        s["krb_realm"], s["krb_principal"], s["keytab_path"], s["krb_service_host"],
     )
     await audit.record(conn, actor, "create", "dns_server", row["id"], None, audited(row))
     return public(row)
@@ -122,7 +153,9 @@ async def update(
     if before is None:
         raise not_found("DNS server", str(server_id))
     for name, value in changes.items():
-        if value is None and name not in ("address", "tsig_key_name", "api_url"):
+        if value is None and name not in ("address", "tsig_key_name", "api_url", "secret_ref",
+                                          "krb_realm", "krb_principal", "keytab_path",
+                                          "krb_service_host"):
             raise invalid(name, "must not be null")
     columns = [name for name in UPDATABLE if name in changes]
     if not columns:

@@ -19,7 +19,7 @@ from ipamd.dns import records, servers, zones
 
 router = Router("dns")
 
-Adapter = Literal["bind_tsig", "powerdns_http", "embedded"]
+Adapter = Literal["bind_tsig", "powerdns_http", "ad_gsstsig", "embedded"]
 Algorithm = Literal["hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1"]
 RecordType = Literal["A", "AAAA", "CNAME", "PTR", "TXT", "MX", "SRV", "NS"]
 
@@ -45,6 +45,26 @@ class _ServerChecks(Body):
     def _address(cls, value: str | None) -> str | None:
         return None if value is None else servers.check_address(value)
 
+    @field_validator("krb_service_host", check_fields=False)
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        return None if value is None else servers.check_key_name(value)
+
+    @field_validator("krb_realm", check_fields=False)
+    @classmethod
+    def _realm(cls, value: str | None) -> str | None:
+        return None if value is None else servers.check_realm(value)
+
+    @field_validator("krb_principal", check_fields=False)
+    @classmethod
+    def _principal(cls, value: str | None) -> str | None:
+        return None if value is None else servers.check_principal(value)
+
+    @field_validator("keytab_path", check_fields=False)
+    @classmethod
+    def _keytab(cls, value: str | None) -> str | None:
+        return None if value is None else servers.check_keytab(value)
+
 
 class ServerCreate(_ServerChecks):
     name: Name
@@ -60,6 +80,14 @@ class ServerCreate(_ServerChecks):
     secret_ref: str | None = Field(
         default=None, description="env:<VARIABLE> or file:<absolute_path> (mode 0600) holding "
         "the base64 TSIG secret or the X-API-Key; never the secret (not for embedded)")
+    krb_realm: str | None = Field(default=None, max_length=253,
+                                  description="ad_gsstsig: realm, when the principal has none")
+    krb_principal: str | None = Field(default=None, description="ad_gsstsig: e.g. ipamd@AD.EXAMPLE")
+    keytab_path: str | None = Field(default=None, max_length=1024,
+                                    description="ad_gsstsig: the principal's keytab (mode 0600)")
+    krb_service_host: str | None = Field(
+        default=None, max_length=253,
+        description="ad_gsstsig: the DNS server's host name (principal DNS/<host>)")
 
 
 class ServerPatch(_ServerChecks):
@@ -70,7 +98,11 @@ class ServerPatch(_ServerChecks):
     tsig_algorithm: Algorithm = patch()
     api_url: str | None = patch(max_length=2048)
     pdns_server_id: Name = patch()
-    secret_ref: str = patch()
+    secret_ref: str | None = patch()
+    krb_realm: str | None = patch(max_length=253)
+    krb_principal: str | None = patch()
+    keytab_path: str | None = patch(max_length=1024)
+    krb_service_host: str | None = patch(max_length=253)
 
 
 class ServerOut(BaseModel):
@@ -84,6 +116,10 @@ class ServerOut(BaseModel):
     api_url: str | None
     pdns_server_id: str
     secret_ref: str | None
+    krb_realm: str | None
+    krb_principal: str | None
+    keytab_path: str | None
+    krb_service_host: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
 

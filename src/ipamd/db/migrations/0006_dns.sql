@@ -5,8 +5,9 @@ CREATE TABLE dns_servers (
     id             uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
     name           text NOT NULL CONSTRAINT dns_servers_name UNIQUE,
     -- embedded: this appliance answers for the server's zones itself (the [dns] section).
-    adapter        text NOT NULL CHECK (adapter IN ('bind_tsig', 'powerdns_http', 'embedded')),
-    -- bind_tsig: where UPDATE messages go.
+    adapter        text NOT NULL
+                   CHECK (adapter IN ('bind_tsig', 'powerdns_http', 'ad_gsstsig', 'embedded')),
+    -- bind_tsig, ad_gsstsig: where UPDATE messages go.
     address        inet,
     port           integer NOT NULL DEFAULT 53 CHECK (port BETWEEN 1 AND 65535),
     tsig_key_name  text,
@@ -14,6 +15,12 @@ CREATE TABLE dns_servers (
     -- powerdns_http: the API base URL (…/api/v1) and PowerDNS's server id.
     api_url        text,
     pdns_server_id text NOT NULL DEFAULT 'localhost',
+    -- ad_gsstsig: who ipamd is (principal, realm), its keytab (a path, mode 0600: never the
+    -- key), and the DNS server's host name (its service principal is DNS/<host>).
+    krb_realm        text,
+    krb_principal    text,
+    keytab_path      text,
+    krb_service_host text,
     -- env:NAME or file:/path (0600): the TSIG secret (base64) or the X-API-Key.
     secret_ref     text,
     created_at     timestamptz NOT NULL DEFAULT now(),
@@ -21,7 +28,11 @@ CREATE TABLE dns_servers (
     CONSTRAINT dns_servers_bind_fields CHECK (
         adapter <> 'bind_tsig' OR (address IS NOT NULL AND tsig_key_name IS NOT NULL)),
     CONSTRAINT dns_servers_pdns_fields CHECK (adapter <> 'powerdns_http' OR api_url IS NOT NULL),
-    CONSTRAINT dns_servers_secret CHECK (adapter = 'embedded' OR secret_ref IS NOT NULL)
+    CONSTRAINT dns_servers_gss_fields CHECK (adapter <> 'ad_gsstsig' OR (address IS NOT NULL
+        AND krb_principal IS NOT NULL AND keytab_path IS NOT NULL
+        AND krb_service_host IS NOT NULL)),
+    CONSTRAINT dns_servers_secret CHECK (adapter IN ('embedded', 'ad_gsstsig')
+                                         OR secret_ref IS NOT NULL)
 );
 
 CREATE TABLE dns_zones (
