@@ -28,8 +28,30 @@ from ipamd.state import AppState
 log = logging.getLogger("ipamd.dns")
 
 
-async def _server(conn: asyncpg.Connection, server_id: uuid.UUID) -> asyncpg.Record | None:
-    return await conn.fetchrow(f"SELECT {COLUMNS} FROM dns_servers WHERE id = $1", server_id)
+async def _server(
+    conn: asyncpg.Connection, server_id: uuid.UUID, lease_id: uuid.UUID | None
+) -> tuple[asyncpg.Record | None, str | None]:
+    """The server, and the lease's state now (None: no lease, or no such lease any more)."""
+    row = await conn.fetchrow(f"SELECT {COLUMNS} FROM dns_servers WHERE id = $1", server_id)
+    state = None if lease_id is None else await conn.fetchval(
+        "SELECT state FROM leases WHERE lease_id = $1", lease_id)
+    return row, state
+
+
+def superseded(change: change_mod.Change, lease_state: str | None) -> bool:
+    """Rows of one lease may be delivered out of order (retries, parallel workers): each
+    applies only if it still says what the lease is now — an add while the lease is active,
+    a remove while it is not (released, expired, gone; or active again: a later add holds)."""
+    if not isinstance(change, change_mod.LeaseChange):
+        return False
+    return (lease_state == "active") != (change.op == "add")
+
+
+def _lease_id(payload: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(payload["lease_id"]))  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class DnsDeliverer:
@@ -46,9 +68,13 @@ class DnsDeliverer:
             server_id = change_mod.server_id(job.dns)
         except change_mod.BadChange as error:
             return attempt.final(str(error))
-        row = await self.state.db.run(_server, server_id)
+        lease_id = _lease_id(job.payload) if isinstance(change, change_mod.LeaseChange) else None
+        row, lease_state = await self.state.db.run(_server, server_id, lease_id)
         if row is None:
             return attempt.final(f"DNS server {server_id} was deleted: nothing to update")
+        if superseded(change, lease_state):
+            return attempt.delivered(response=f"superseded: the lease is {lease_state or 'gone'} "
+                                     f"now, so this {change.op} is not applied")
         server = Server.of(row)
         adapter = self.adapters.get(server.adapter)
         if adapter is None:
