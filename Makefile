@@ -8,9 +8,11 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 
 # Debian packages: the appliance needs postgresql; the tests also drive real DHCP clients and
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
-RUN_PACKAGES := postgresql postgresql-contrib iproute2
+# libkrb5-dev: the gssapi package (ad_gsstsig DNS updates) builds against it.
+RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
+TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server

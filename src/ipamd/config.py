@@ -135,6 +135,24 @@ class DhcpConfig(Section):
         return value
 
 
+class DnsConfig(Section):
+    """The embedded authoritative DNS server (zones of DNS servers with adapter embedded)."""
+
+    enabled: bool = False
+    listen: list[Listen] = ["0.0.0.0:53"]
+    ns_name: str = "ns1.ipamd.invalid"
+    hostmaster: str = "hostmaster.ipamd.invalid"
+    secondaries: list[Listen] = []
+    refresh_seconds: float = Field(default=30.0, gt=0)
+    tcp_idle_seconds: float = Field(default=10.0, gt=0)
+    tcp_connections_max: int = Field(default=64, ge=1, le=10_000)
+
+    @field_validator("listen", "secondaries")
+    @classmethod
+    def _listen(cls, value: list[str]) -> list[str]:
+        return [_check_listen(v) for v in value]
+
+
 class OutboxConfig(Section):
     enabled: bool = True
     workers: int = Field(default=16, ge=1, le=256)
@@ -216,6 +234,7 @@ class Config(Section):
     database: DatabaseConfig = DatabaseConfig()
     dhcp: DhcpConfig = DhcpConfig()
     outbox: OutboxConfig = OutboxConfig()
+    dns: DnsConfig = DnsConfig()
     limits: LimitsConfig = LimitsConfig()
     license: LicenseConfig = LicenseConfig()
     audit: AuditConfig = AuditConfig()

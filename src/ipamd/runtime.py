@@ -30,6 +30,8 @@ from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
 from ipamd.dhcp.sockets import interface_addresses
+from ipamd.dns import delivery as dns_delivery
+from ipamd.dns import embedded as dns_embedded
 from ipamd.ops import service as ops_service
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.state import AppState
@@ -49,7 +51,10 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
     if state.config.outbox.enabled:
-        found.append(("outbox", outbox_scheduler.run))
+        outbox = functools.partial(outbox_scheduler.run, extra_handlers=dns_delivery.handlers)
+        found.append(("outbox", outbox))
+    if state.config.dns.enabled:
+        found.append(("dns", dns_embedded.run))
     if state.config.dhcp.enabled:
         found.append(("dhcp", dhcp_server.run))
         found.append(("dhcp_expiry", dhcp_expiry.run))

@@ -41,13 +41,16 @@ class DhcpNet:
     relay: subprocess.Popen[Any] | None = None
 
 
-def build(lab: Lab) -> DhcpNet:
-    server_ip, relay_ip = lab.free_pair("10.77.0.0/24")
+def build(lab: Lab, lan_net: str = LAN, gateway: str = GATEWAY,
+          upstream: str = "10.77.0.0/24") -> DhcpNet:
+    """The segment; another LAN/upstream keeps labs of parallel test runs apart."""
+    server_ip, relay_ip = lab.free_pair(upstream)
     client_ns, relay_ns = lab.namespace("cli"), lab.namespace("rly")
     up = lab.veth("s", None, relay_ns, f"{server_ip}/30", f"{relay_ip}/30")
-    lan = lab.veth("l", relay_ns, client_ns, f"{GATEWAY}/24", None)
+    length = lan_net.split("/")[1]
+    lan = lab.veth("l", relay_ns, client_ns, f"{gateway}/{length}", None)
     lab.sysctl(relay_ns, "net.ipv4.ip_forward", "1")
-    lab.policy_route(server_ip, LAN, relay_ip)
+    lab.policy_route(server_ip, lan_net, relay_ip)
     return DhcpNet(lab=lab, client_ns=client_ns, relay_ns=relay_ns, server_ip=server_ip,
                    relay_ip=relay_ip, relay_lan_if=lan.a, relay_up_if=up.b, client_if=lan.b)
 

@@ -45,6 +45,7 @@ from ipamd.api.routes import (
     tokens,
     whoami,
 )
+from ipamd.api.routes import dns as dns_routes
 from ipamd.api.routes import history as history_routes
 from ipamd.api.routes import leases as lease_routes
 from ipamd.api.routes import ops as ops_routes
@@ -66,6 +67,7 @@ ROUTERS += [whoami.router]  # the console shows the caller's name and role (issu
 ROUTERS += [webhook_routes.router, outbox_routes.router]
 ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
 ROUTERS += [ops_routes.router, alert_destination_routes.router]  # operations (issue 14)
+ROUTERS += [dns_routes.router]  # DNS (issue 13)
 ROUTERS += [
     tenants.router, prefixes.router, subnets.router, pools.router, excludes.router,
     reservations.router, assignments.router, options.router, client_classes.router,

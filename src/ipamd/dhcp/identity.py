@@ -7,6 +7,7 @@ RFC 4361 identifier (type 255), then the MAC (Ethernet only).
 
 from __future__ import annotations
 
+from ipamd.core import dnsname
 from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.options import (
     CLIENT_ID,
@@ -16,6 +17,7 @@ from ipamd.dhcp.options import (
     MalformedPacket,
     decode_client_fqdn,
 )
+from ipamd.dhcp.plan import performs_dns_updates
 
 _NAME_MAX = 253
 
@@ -51,3 +53,8 @@ def identify(tx: Exchange, env: Env) -> None:
             tx.fqdn = _clean(decode_client_fqdn(raw).name)
         except MalformedPacket:
             tx.fqdn = None  # a bad name is not worth refusing the client
+    if subnet is not None and performs_dns_updates(subnet):
+        # The name this server registers (option 81, else 12 or the reservation's, in the
+        # subnet's zone): it is the lease's fqdn, and its events carry it to the DNS fan-out.
+        given = tx.hostname or (tx.reservation.hostname if tx.reservation else None)
+        tx.fqdn = dnsname.ddns_fqdn(given, tx.fqdn, subnet.ddns_zone)

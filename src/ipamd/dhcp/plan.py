@@ -77,15 +77,16 @@ class Pool:
         return any(lo <= ip <= hi for lo, hi in self.segments)
 
 
-# The DDNS adapters this server performs DNS updates through: none yet. A subnet may name
-# an adapter, but until DNS updates exist (issue 13 adds each adapter here as it lands)
-# nothing registers names, and option 81 must say so.
-DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset()
+# The DDNS adapters this server performs DNS updates through: a lease event of such a
+# subnet becomes an outbox row (kind dns) that the dns room delivers. Option 81 says so
+# (RFC 4702 S flag) only for these; embedded serves the names itself from the leases.
+DNS_UPDATE_ADAPTERS: frozenset[str] = frozenset(
+    {"bind_tsig", "powerdns_http", "ad_gsstsig", "embedded"})
 
 
 def performs_dns_updates(subnet: Subnet) -> bool:
     """Whether this server performs DNS updates for clients of ``subnet``."""
-    return subnet.ddns_adapter in DNS_UPDATE_ADAPTERS
+    return subnet.ddns_adapter in DNS_UPDATE_ADAPTERS and subnet.ddns_zone is not None
 
 
 @dataclass(slots=True)
@@ -102,6 +103,7 @@ class Subnet:
     next_server: str | None
     boot_file: str | None
     ddns_adapter: str  # as configured; see performs_dns_updates for what it means today
+    ddns_zone: str | None = None  # the forward zone the clients' names are registered in
     pools: tuple[Pool, ...] = ()
     excludes: tuple[Range, ...] = ()
     # Addresses no dynamic client may get: every reservation and assignment.
@@ -241,6 +243,8 @@ def build(rows: Mapping[str, Any]) -> Plan:
             lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
             next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
             ddns_adapter=row["ddns_adapter"] or "none",
+            ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id")
+            or row["ddns_adapter"] == "embedded" else None,
         )
         subnet.excludes = tuple(sorted((e["start_ip"], e["end_ip"])
                                        for e in excludes.get(subnet.id, ())))

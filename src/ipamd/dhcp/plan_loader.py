@@ -31,6 +31,7 @@ _SUBNETS = f"""
 SELECT id, tenant_id, cidr::inet - {_ZERO} AS network, masklen(cidr) AS prefixlen,
        CASE WHEN family(gateway) = 4 THEN gateway - {_ZERO} END AS gateway,
        lease_time_seconds, dhcp_enabled, next_server, boot_file, ddns_adapter,
+       ddns_zone, ddns_server_id,
        ARRAY(SELECT n - {_ZERO} FROM unnest(ntp_servers) AS n WHERE family(n) = 4)
            AS ntp_servers
 FROM subnets WHERE family(cidr) = 4"""

@@ -93,21 +93,40 @@ def field_rules(s: dict[str, Any]) -> None:
         )
 
 
-async def _dns_server_exists(conn: asyncpg.Connection, server_id: uuid.UUID) -> bool:
-    """Whether a DNS server with this id exists.
+async def _check_dns(conn: asyncpg.Connection, s: dict[str, Any]) -> None:
+    """The DDNS references name real objects that fit together (422, naming the field).
 
-    No DNS server can exist yet: their table arrives with DNS updates (issue 13), and this
-    becomes a lookup in it, like the prefix's in ``_check_plan``.
+    ddns_server_id is a DNS server of the subnet's adapter; ddns_zone / ddns_reverse_zone are
+    zones (forward / reverse) held by that server.
     """
-    del conn, server_id
-    return False
-
-
-async def _check_dns_server(conn: asyncpg.Connection, s: dict[str, Any]) -> None:
-    """A reference to a DNS server is refused, like any reference to something absent."""
     server_id = s["ddns_server_id"]
-    if server_id is not None and not await _dns_server_exists(conn, server_id):
-        raise invalid("ddns_server_id", f"no DNS server with this id ({server_id})")
+    adapter = None
+    if server_id is not None:
+        adapter = await conn.fetchval(
+            "SELECT adapter FROM dns_servers WHERE id = $1 FOR SHARE", server_id
+        )
+        if adapter is None:
+            raise invalid("ddns_server_id", f"no DNS server with this id ({server_id})")
+        if s["ddns_adapter"] != "none" and adapter != s["ddns_adapter"]:
+            raise invalid("ddns_server_id", f"the DNS server's adapter is {adapter}, the "
+                          f"subnet's ddns_adapter {s['ddns_adapter']}")
+    for field, reverse in (("ddns_zone", False), ("ddns_reverse_zone", True)):
+        name = s[field]
+        if name is None:
+            continue
+        zone = await conn.fetchrow(
+            "SELECT server_id FROM dns_zones WHERE name = $1 FOR SHARE", name
+        )
+        if zone is None:
+            raise invalid(field, f"no DNS zone named {name!r} (create it at /dns-zones)")
+        if name.endswith(".arpa") != reverse:
+            raise invalid(field, f"{name} is not a {'reverse' if reverse else 'forward'} zone")
+        if server_id is not None and zone["server_id"] != server_id:
+            raise invalid(field, f"the zone {name} is held by another DNS server than "
+                          "ddns_server_id")
+
+
+DNS_FIELDS = ("ddns_adapter", "ddns_server_id", "ddns_zone", "ddns_reverse_zone")
 
 
 async def _check_plan(
@@ -150,7 +169,7 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
         raise invalid("prefix_id", f"prefix {s['prefix_id']} does not exist")
     s["tenant_id"] = await tenant_for_create(conn, fields.get("tenant_id"), prefix_tenant)
     field_rules(s)
-    await _check_dns_server(conn, s)
+    await _check_dns(conn, s)
     await _check_plan(conn, s, None)
     names = ["tenant_id", *UPDATABLE]
     markers = ", ".join(f"${i}" for i in range(1, len(names) + 1))
@@ -254,8 +273,8 @@ async def update(
         return before
     s = {**dict(current), **changes}
     field_rules(s)
-    if "ddns_server_id" in changes:
-        await _check_dns_server(conn, s)
+    if any(name in changes for name in DNS_FIELDS):
+        await _check_dns(conn, s)
     if "prefix_id" in changes or "cidr" in changes:
         await _check_plan(conn, s, subnet_id)
     if s["cidr"] != current["cidr"]:

@@ -4,7 +4,7 @@ An alert opens when its value reaches the rule's threshold and clears only when 
 falls below the clear threshold (hysteresis), so a value hovering at the edge does not flap.
 Each open and each clear is one transaction: the alerts row, an audit entry, and an
 ``alert.opened`` / ``alert.cleared`` event that the outbox fans out to every enabled alert
-destination (migration 0008).
+destination (migration 0007).
 """
 
 from __future__ import annotations

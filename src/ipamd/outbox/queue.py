@@ -40,6 +40,7 @@ class Job:
     secret_ref: str | None
     previous_secret_ref: str | None
     webhook_state: str  # ok | disabled | deleted (webhook kind only)
+    dns: Any = None  # kind dns: the change (server, name, records), as the fan-out wrote it
 
     @property
     def payload(self) -> Any:
@@ -75,7 +76,7 @@ WITH due AS (
         next_attempt_at = now() + make_interval(secs => $4), updated_at = now()
     FROM due WHERE o.id = due.id
     RETURNING o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.attempts,
-              o.next_attempt_at
+              o.next_attempt_at, o.dns
 )
 SELECT c.*, e.payload::text AS body, w.url, w.secret_ref, w.previous_secret_ref,
        CASE WHEN c.kind <> 'webhook' THEN 'ok'
@@ -105,7 +106,7 @@ async def claim(
             attempt=r["attempts"], claim=token, body=r["body"],
             webhook_id=r["webhook_id"], target=r["target"], url=r["url"],
             secret_ref=r["secret_ref"], previous_secret_ref=r["previous_secret_ref"],
-            webhook_state=r["webhook_state"],
+            webhook_state=r["webhook_state"], dns=r["dns"],
         )
         for r in rows
     ]

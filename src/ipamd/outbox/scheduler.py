@@ -265,19 +265,32 @@ class Scheduler:
                 log.warning("outbox could not hand back its claims: %s", error)
 
 
-def build_handlers(state: AppState, client: http_client.Client) -> dict[str, Handler]:
-    """Delivery handler per row kind. Another kind (the DNS adapters: `dns`) plugs in by
-    adding its handler here: rows of kinds without a handler are never claimed."""
+# Handlers of kinds delivered by other rooms (dns): given the state, the shared HTTP client
+# and the backoff, they return {kind: handler}. The runtime passes them in, so the outbox
+# never imports the rooms that deliver through it.
+ExtraHandlers = Callable[[AppState, http_client.Client, Backoff], dict[str, Handler]]
+
+
+def build_handlers(
+    state: AppState, client: http_client.Client, extra: ExtraHandlers | None = None
+) -> dict[str, Handler]:
+    """Delivery handler per row kind: rows of kinds without a handler are never claimed."""
     config = state.config.outbox
     webhooks = WebhookDeliverer(client, config, Backoff.from_config(config))
     alerts = AlertDeliverer(  # alert destinations (issue 14)
         client, config, Backoff.from_config(config),
         functools.partial(state.db.run, alert_delivery.fetch_destination),
         Resolver(config.hosts_file))
-    return {"webhook": webhooks.deliver, "alert": alerts.deliver}
+    handlers: dict[str, Handler] = {"webhook": webhooks.deliver, "alert": alerts.deliver}
+    if extra is not None:
+        handlers.update(extra(state, client, Backoff.from_config(config)))
+    return handlers
 
 
-async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
+async def run(
+    state: AppState, *, task_status: trio.TaskStatus[None],
+    extra_handlers: ExtraHandlers | None = None,
+) -> None:
     config = state.config.outbox
     # One client for the scheduler's life: one SSLContext, one keep-alive pool, one
     # connection per worker at most.
@@ -286,7 +299,7 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
         connections=config.workers, timeout=config.request_timeout_seconds,
     )
     async with client:
-        scheduler = Scheduler(state, build_handlers(state, client))
+        scheduler = Scheduler(state, build_handlers(state, client, extra_handlers))
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(scheduler.listen)

@@ -18,7 +18,7 @@ from ipamd.outbox.queue import CHANNEL, QUEUED
 
 _COLUMNS = """o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.state, o.attempts,
     o.next_attempt_at, o.claim, o.last_error, o.last_status, o.delivered_at, o.created_at,
-    o.updated_at, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight"""
+    o.updated_at, o.dns, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight"""
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -30,6 +30,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "event_id": row["event_id"],
         "webhook_id": row["webhook_id"],
         "target": row["target"],
+        # kind dns: the change — server, name, records (dns/change.py); null for webhooks
+        "dns": row["dns"],
         "state": row["state"],
         "attempts": row["attempts"],
         "in_flight": bool(row["in_flight"]) and queued,

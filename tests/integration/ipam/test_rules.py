@@ -19,11 +19,18 @@ async def test_plan_rules(operator, anon, viewer):
                        422, "validation_error")
     assert message.startswith("cidr:") and "10.20.0.0/16" in message
 
-    # Subnet: inside its prefix; defaults; the gateway is a host of the subnet.
+    # Subnet: inside its prefix; defaults; the gateway is a host of the subnet; its DDNS
+    # references name a DNS server of its adapter and a zone that server holds.
+    dns = created(await operator.post("/dns-servers", json={
+        "name": "ns1", "adapter": "bind_tsig", "address": "127.0.0.1",
+        "tsig_key_name": "ddns-key", "secret_ref": "env:DDNS_KEY"}))
+    created(await operator.post("/dns-zones", json={"name": "lan.example.com",
+                                                    "server_id": dns["id"]}))
     s = created(await operator.post("/subnets", json={
         "prefix_id": p["id"], "cidr": "10.20.1.0/24", "gateway": "10.20.1.1",
         "next_server": "10.20.1.5", "boot_file": "pxelinux.0", "ntp_servers": ["10.20.1.6"],
-        "ddns_adapter": "embedded", "ddns_zone": "Lan.Example.com."}))
+        "ddns_adapter": "bind_tsig", "ddns_server_id": dns["id"],
+        "ddns_zone": "Lan.Example.com."}))
     assert s["lease_time_seconds"] == 86400 and s["dhcp_enabled"] is True
     assert s["tenant_id"] == DEFAULT_TENANT and s["ddns_zone"] == "lan.example.com"
     assert s["ntp_servers"] == ["10.20.1.6"] and s["next_server"] == "10.20.1.5"

@@ -25,7 +25,7 @@ def subnet_row(
     cidr: str = "10.77.1.0/24", *, id: uuid.UUID = SUBNET, gateway: str | None = "10.77.1.1",
     lease_time: int = 3600, dhcp_enabled: bool = True, next_server: str | None = None,
     boot_file: str | None = None, ddns_adapter: str = "none",
-    ntp: Sequence[str] = (),
+    ntp: Sequence[str] = (), ddns_zone: str | None = None,
 ) -> dict[str, Any]:
     network, _, length = cidr.partition("/")
     return {
@@ -33,6 +33,7 @@ def subnet_row(
         "gateway": ip(gateway) if gateway else None, "lease_time_seconds": lease_time,
         "dhcp_enabled": dhcp_enabled, "next_server": next_server, "boot_file": boot_file,
         "ddns_adapter": ddns_adapter, "ntp_servers": [ip(a) for a in ntp],
+        "ddns_zone": ddns_zone, "ddns_server_id": uuid.uuid4() if ddns_zone else None,
     }
 
 

@@ -130,11 +130,12 @@ def test_maximum_message_size_bounds_the_reply() -> None:
 FQDN_ASKED_S = bytes((o.FQDN_S | o.FQDN_E, 0, 0)) + b"\x06laptop\x07example\x03com\x00"
 
 
-@pytest.mark.parametrize("adapter", ["none", "embedded", "bind_tsig", "powerdns_http",
-                                     "ad_gsstsig"])
-def test_client_fqdn_says_no_update_is_done_whatever_the_adapter(adapter: str) -> None:
-    # Nothing performs DNS updates yet: a configured adapter must not make the reply lie.
-    offer = _offer(_env(ddns_adapter=adapter),
+@pytest.mark.parametrize(("adapter", "zone"), [
+    ("none", None), ("embedded", None), ("ad_gsstsig", None),
+    ("bind_tsig", None), ("powerdns_http", None)])
+def test_client_fqdn_says_no_update_when_nothing_registers(adapter: str, zone: str | None) -> None:
+    # Adapters not built yet, or no zone and server: the reply must not promise an update.
+    offer = _offer(_env(ddns_adapter=adapter, ddns_zone=zone),
                    request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: FQDN_ASKED_S}))
     raw = offer.options[o.FQDN]
     flags = raw[0]
@@ -171,10 +172,18 @@ def test_fqdn_flags_truth_table(client: int, updates: bool, expected: int) -> No
     assert not (flags & o.FQDN_N and flags & o.FQDN_S)  # RFC 4702 §2.1: N=1 forces S=0
 
 
+@pytest.mark.parametrize("adapter", ["bind_tsig", "powerdns_http", "ad_gsstsig", "embedded"])
+def test_client_fqdn_says_the_server_updates(adapter: str) -> None:
+    offer = _offer(_env(ddns_adapter=adapter, ddns_zone="example.com"),
+                   request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: FQDN_ASKED_S}))
+    flags = offer.options[o.FQDN][0]
+    assert flags & o.FQDN_S and not flags & (o.FQDN_N | o.FQDN_O)
+
+
 def test_the_predicate_drives_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    # When an adapter performs updates (issue 13), the same code answers S=1, N=0.
-    monkeypatch.setattr(plan, "DNS_UPDATE_ADAPTERS", frozenset({"embedded"}))
-    offer = _offer(_env(ddns_adapter="embedded"),
+    # When an adapter performs updates, the same code answers S=1, N=0.
+    monkeypatch.setattr(plan, "DNS_UPDATE_ADAPTERS", frozenset({"bind_tsig"}))
+    offer = _offer(_env(ddns_adapter="bind_tsig", ddns_zone="example.com"),
                    request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.FQDN: FQDN_ASKED_S}))
     flags = offer.options[o.FQDN][0]
     assert flags & o.FQDN_S and not flags & (o.FQDN_N | o.FQDN_O)

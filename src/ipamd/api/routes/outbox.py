@@ -45,7 +45,11 @@ class OutboxRow(BaseModel):
     topic: str
     event_id: uuid.UUID
     webhook_id: uuid.UUID | None
-    target: str | None = Field(description="the DNS target (kind dns)")
+    target: str | None = Field(description="the DNS name changed (kind dns)")
+    dns: dict[str, Any] | None = Field(
+        default=None, description="kind dns: server_id, op, name, ip/zones or the static "
+        "record before/after; the server's answer (REFUSED, NOTAUTH, BADSIG, ...) is "
+        "last_error and each attempt's response")
     state: str = Field(description="pending, retrying, delivered or failed")
     attempts: int = Field(description="attempts so far (restarts at 0 on Replay)")
     in_flight: bool = Field(description="a worker holds the row right now")

@@ -1,5 +1,4 @@
 -- Operations (issue 14): appliance nodes and their heartbeats, alerts, alert destinations.
--- Numbered 0008 so the other wave-2 rooms (DNS, failover) can take 0006 and 0007.
 
 -- One row per appliance node (node_name, or the host name): several processes on one
 -- Postgres each appear once. status is computed on read from last_seen_at.

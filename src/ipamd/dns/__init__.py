@@ -1,0 +1,1 @@
+"""DNS: servers, zones and static records; dynamic updates through the outbox (kind dns)."""

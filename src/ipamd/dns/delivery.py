@@ -1,0 +1,97 @@
+"""Delivers outbox rows of kind dns: the row's change, applied by its server's adapter.
+
+Plugged into the outbox scheduler by the runtime (``handlers``), so retries, backoff, the
+Work view and Replay are the outbox's own. The DNS exchange happens outside any transaction;
+a failure is the row's last_error (the server's answer first: REFUSED, NOTAUTH, BADSIG...).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from ipamd.dns import change as change_mod
+from ipamd.dns.ad_gsstsig import AdGssTsig
+from ipamd.dns.adapter import Adapter, DnsFailure, Server
+from ipamd.dns.bind_tsig import BindTsig
+from ipamd.dns.powerdns_http import PowerDnsHttp
+from ipamd.dns.servers import COLUMNS
+from ipamd.outbox.attempt import Attempt
+from ipamd.outbox.backoff import Backoff
+from ipamd.outbox.client import Client
+from ipamd.outbox.queue import Job, Outcome
+from ipamd.state import AppState
+
+log = logging.getLogger("ipamd.dns")
+
+
+async def _server(
+    conn: asyncpg.Connection, server_id: uuid.UUID, lease_id: uuid.UUID | None
+) -> tuple[asyncpg.Record | None, str | None]:
+    """The server, and the lease's state now (None: no lease, or no such lease any more)."""
+    row = await conn.fetchrow(f"SELECT {COLUMNS} FROM dns_servers WHERE id = $1", server_id)
+    state = None if lease_id is None else await conn.fetchval(
+        "SELECT state FROM leases WHERE lease_id = $1", lease_id)
+    return row, state
+
+
+def superseded(change: change_mod.Change, lease_state: str | None) -> bool:
+    """Rows of one lease may be delivered out of order (retries, parallel workers): each
+    applies only if it still says what the lease is now — an add while the lease is active,
+    a remove while it is not (released, expired, gone; or active again: a later add holds)."""
+    if not isinstance(change, change_mod.LeaseChange):
+        return False
+    return (lease_state == "active") != (change.op == "add")
+
+
+def _lease_id(payload: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(payload["lease_id"]))  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+class DnsDeliverer:
+    def __init__(self, state: AppState, adapters: dict[str, Adapter], backoff: Backoff) -> None:
+        self.state = state
+        self.adapters = adapters
+        self.backoff = backoff
+        self.timeout = state.config.outbox.request_timeout_seconds
+
+    async def deliver(self, job: Job) -> Outcome:
+        attempt = Attempt(job, self.backoff)
+        try:
+            change = change_mod.parse(job.dns, job.payload)
+            server_id = change_mod.server_id(job.dns)
+        except change_mod.BadChange as error:
+            return attempt.final(str(error))
+        lease_id = _lease_id(job.payload) if isinstance(change, change_mod.LeaseChange) else None
+        row, lease_state = await self.state.db.run(_server, server_id, lease_id)
+        if row is None:
+            return attempt.final(f"DNS server {server_id} was deleted: nothing to update")
+        if superseded(change, lease_state):
+            return attempt.delivered(response=f"superseded: the lease is {lease_state or 'gone'} "
+                                     f"now, so this {change.op} is not applied")
+        server = Server.of(row)
+        adapter = self.adapters.get(server.adapter)
+        if adapter is None:
+            return attempt.final(f"no adapter {server.adapter} in this build")
+        try:
+            answer = await adapter.apply(server, change, self.timeout)
+        except DnsFailure as failure:
+            if failure.final:
+                return attempt.final(str(failure))
+            return attempt.retry(str(failure), response=failure.answer)
+        return attempt.delivered(response=f"{server.name}: {answer.summary}")
+
+
+def handlers(
+    state: AppState, client: Client, backoff: Backoff
+) -> dict[str, Callable[[Job], Awaitable[Outcome]]]:
+    """{kind: handler} for the outbox scheduler (see scheduler.ExtraHandlers)."""
+    adapters: dict[str, Adapter] = {"bind_tsig": BindTsig(), "powerdns_http": PowerDnsHttp(client),
+                                    "ad_gsstsig": AdGssTsig()}
+    return {"dns": DnsDeliverer(state, adapters, backoff).deliver}
