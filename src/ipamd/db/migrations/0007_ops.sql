@@ -56,17 +56,26 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_kind_check
     CHECK (kind IN ('webhook', 'dns', 'alert'));
 
 -- Alert events (topic alert.opened / alert.cleared) go to alert destinations only, never to
--- webhooks subscribed to every topic. A trigger of its own (outbox_fanout stays as it is, for
--- the other rooms to extend): triggers fire in name order, so this one runs after the webhook
--- fan-out, takes back what that made of alert events, and adds one alert row per enabled
+-- webhooks subscribed to every topic (spec §6: alert destinations carry no topic or HMAC): the
+-- webhook fan-out leaves them out, and a trigger of its own adds one alert row per enabled
 -- destination. For lease and audit events it is one scan of the statement's new rows.
+CREATE OR REPLACE FUNCTION outbox_fanout() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO outbox (kind, event_id, topic, webhook_id)
+    SELECT 'webhook', e.id, e.topic, w.id
+    FROM new_events e
+    JOIN webhooks w ON w.enabled AND (w.topics = '{*}' OR e.topic = ANY (w.topics))
+    WHERE e.topic NOT LIKE 'alert.%'
+    ORDER BY e.id, w.id;
+    IF FOUND THEN
+        PERFORM pg_notify('ipamd_outbox', 'webhook');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION alert_fanout() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM new_events WHERE topic LIKE 'alert.%') THEN
-        RETURN NULL;
-    END IF;
-    DELETE FROM outbox o USING new_events e
-    WHERE o.event_id = e.id AND o.kind = 'webhook' AND e.topic LIKE 'alert.%';
     INSERT INTO outbox (kind, event_id, topic, target)
     SELECT 'alert', e.id, e.topic, d.id::text
     FROM new_events e
