@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 import trio
 
-from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket
-from tests.integration.dns.test_bind_tsig import (
+from tests.integration.dhcp.harness import Relay
+from tests.integration.dns.ddns import (
     REVERSE,
     ZONE,
-    _dig,
-    _lease,
-    _release,
-    _row,
-    _subnet,
+    appliance_config,
+    ddns_subnet,
+    dig,
+    dns_row,
+    lease,
+    release,
 )
 from tests.integration.ipam.helpers import created
 from tests.support.bind import Bind, need_bind
@@ -62,22 +63,9 @@ def bind(tmp_path: Path, realm: Realm) -> Iterator[Bind]:
 
 
 @pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
-
-
-@pytest.fixture
 def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
-    return {
-        "dhcp": dhcp_section(relay_sock.getsockname()[1]),
-        "outbox": {"enabled": True, "workers": 2, "max_attempts": 3,
-                   "backoff_base_seconds": 0.05, "backoff_multiplier": 2.0,
-                   "backoff_max_seconds": 0.3, "backoff_jitter": 0.0,
-                   "request_timeout_seconds": 2.0, "claim_timeout_seconds": 8.0,
-                   "poll_interval_seconds": 0.2},
-    }
+    return appliance_config(relay_sock, max_attempts=3, request_timeout_seconds=2.0,
+                            claim_timeout_seconds=8.0)
 
 
 async def test_ddns_with_gss_tsig(appliance, relay_sock, operator, viewer, realm: Realm,
@@ -89,39 +77,39 @@ async def test_ddns_with_gss_tsig(appliance, relay_sock, operator, viewer, realm
         "krb_service_host": DNS_HOST}))
     assert server["secret_ref"] is None and server["keytab_path"] == str(keytab)
     assert server["krb_realm"] == REALM  # realms are case-sensitive: kept as given
-    await _subnet(operator, server["id"], "ad_gsstsig")
+    await ddns_subnet(operator, server["id"], "ad_gsstsig")
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
-        ip = await _lease(relay, 1, "laptop")
-        await _row(viewer, "lease.granted", f"laptop.{ZONE}", {"delivered"})
-        await _dig(bind, f"laptop.{ZONE}", "A", [ip])
+        ip = await lease(relay, 1, "laptop")
+        await dns_row(viewer, "lease.granted", f"laptop.{ZONE}", {"delivered"})
+        await dig(bind, f"laptop.{ZONE}", "A", [ip])
         reverse = ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
-        await _dig(bind, reverse, "PTR", [f"laptop.{ZONE}."])
+        await dig(bind, reverse, "PTR", [f"laptop.{ZONE}."])
 
-        other = await _lease(relay, 2, "laptop")
-        row = await _row(viewer, "lease.granted", f"laptop.{ZONE}", {"failed"})
+        other = await lease(relay, 2, "laptop")
+        row = await dns_row(viewer, "lease.granted", f"laptop.{ZONE}", {"failed"})
         assert row["last_error"].startswith("YXDOMAIN")
         assert other != ip and bind.dig(f"laptop.{ZONE}", "A") == [ip]
 
         zone = (await viewer.get("/dns-zones", params={"name": ZONE})).json()["items"][0]
         created(await operator.post(f"/dns-zones/{zone['id']}/records", json={
             "name": "srv", "type": "TXT", "value": '"gss"'}))
-        await _row(viewer, "ipam.audit", f"srv.{ZONE}", {"delivered"})
-        await _dig(bind, f"srv.{ZONE}", "TXT", ['"gss"'])
+        await dns_row(viewer, "ipam.audit", f"srv.{ZONE}", {"delivered"})
+        await dig(bind, f"srv.{ZONE}", "TXT", ['"gss"'])
 
-        await _release(relay, 1, ip)
-        await _row(viewer, "lease.released", f"laptop.{ZONE}", {"delivered"})
-        await _dig(bind, f"laptop.{ZONE}", "A", [])
-        await _dig(bind, reverse, "PTR", [])
+        await release(relay, 1, ip)
+        await dns_row(viewer, "lease.released", f"laptop.{ZONE}", {"delivered"})
+        await dig(bind, f"laptop.{ZONE}", "A", [])
+        await dig(bind, reverse, "PTR", [])
 
         # A keytab others can read is refused: shown, failed; fixed → Replay → delivered.
         os.chmod(keytab, 0o644)
-        tablet = await _lease(relay, 4, "tablet")
-        row = await _row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
+        tablet = await lease(relay, 4, "tablet")
+        row = await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
         assert row["last_error"].startswith("SECRET") and "0600" in row["last_error"], row
         os.chmod(keytab, 0o600)
         assert (await operator.post(f"/outbox/{row['id']}/replay")).status_code == 200
-        await _row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
-        await _dig(bind, f"tablet.{ZONE}", "A", [tablet])
+        await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
+        await dig(bind, f"tablet.{ZONE}", "A", [tablet])
         nursery.cancel_scope.cancel()

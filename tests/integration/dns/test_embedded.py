@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket
-from tests.integration.dns.test_bind_tsig import REVERSE, ZONE, _lease
+from tests.integration.dhcp.harness import Relay, dhcp_section
+from tests.integration.dns.ddns import REVERSE, ZONE, lease
 from tests.integration.ipam.helpers import created
 from tests.support.bind import DIG, Bind, free_port, need_bind
 
@@ -40,13 +40,6 @@ async def dig(port: int, name: str, rtype: str = "A", *extra: str) -> str:
 
 async def short(port: int, name: str, rtype: str = "A") -> list[str]:
     return await trio.to_thread.run_sync(_short, port, name, rtype)
-
-
-@pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture
@@ -97,7 +90,7 @@ async def test_embedded_answers_and_feeds_a_bind_secondary(appliance, relay_sock
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
-        ip = await _lease(relay, 1, "laptop")
+        ip = await lease(relay, 1, "laptop")
         await _until(lambda: _short(DNS_PORT, f"laptop.{ZONE}"), [ip])
         reverse = ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
         assert await short(DNS_PORT, reverse, "PTR") == [f"laptop.{ZONE}."]

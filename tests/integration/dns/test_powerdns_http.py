@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 import trio
 
-from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket
-from tests.integration.dns.test_bind_tsig import (
+from tests.integration.dhcp.harness import Relay
+from tests.integration.dns.ddns import (
     REVERSE,
     ZONE,
-    _dig,
-    _lease,
-    _release,
-    _row,
-    _subnet,
+    appliance_config,
+    ddns_subnet,
+    dig,
+    dns_row,
+    lease,
+    release,
 )
 from tests.integration.ipam.helpers import created
 from tests.support.pdns import PowerDns, need_pdns
@@ -46,22 +47,8 @@ def pdns(tmp_path: Path) -> Iterator[PowerDns]:
 
 
 @pytest.fixture
-def relay_sock() -> Iterator[socket.socket]:
-    sock = relay_socket()
-    yield sock
-    sock.close()
-
-
-@pytest.fixture
 def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
-    return {
-        "dhcp": dhcp_section(relay_sock.getsockname()[1]),
-        "outbox": {"enabled": True, "workers": 2, "max_attempts": 4,
-                   "backoff_base_seconds": 0.05, "backoff_multiplier": 2.0,
-                   "backoff_max_seconds": 0.3, "backoff_jitter": 0.0,
-                   "request_timeout_seconds": 1.0, "claim_timeout_seconds": 4.0,
-                   "poll_interval_seconds": 0.2},
-    }
+    return appliance_config(relay_sock)
 
 
 async def test_ddns_against_powerdns(appliance, relay_sock, operator, viewer,
@@ -69,49 +56,49 @@ async def test_ddns_against_powerdns(appliance, relay_sock, operator, viewer,
     server = created(await operator.post("/dns-servers", json={
         "name": "pdns", "adapter": "powerdns_http", "api_url": pdns.api,
         "secret_ref": f"env:{KEY_ENV}"}))
-    await _subnet(operator, server["id"], "powerdns_http")
+    await ddns_subnet(operator, server["id"], "powerdns_http")
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
-        ip = await _lease(relay, 1, "laptop")
-        await _row(viewer, "lease.granted", f"laptop.{ZONE}", {"delivered"})
-        await _dig(pdns, f"laptop.{ZONE}", "A", [ip])
+        ip = await lease(relay, 1, "laptop")
+        await dns_row(viewer, "lease.granted", f"laptop.{ZONE}", {"delivered"})
+        await dig(pdns, f"laptop.{ZONE}", "A", [ip])
         reverse = ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
-        await _dig(pdns, reverse, "PTR", [f"laptop.{ZONE}."])
+        await dig(pdns, reverse, "PTR", [f"laptop.{ZONE}."])
 
-        other = await _lease(relay, 2, "laptop")
-        row = await _row(viewer, "lease.granted", f"laptop.{ZONE}", {"failed"})
+        other = await lease(relay, 2, "laptop")
+        row = await dns_row(viewer, "lease.granted", f"laptop.{ZONE}", {"failed"})
         assert row["last_error"].startswith("YXDOMAIN")
         assert other != ip and pdns.dig(f"laptop.{ZONE}", "A") == [ip]
 
         zone = (await viewer.get("/dns-zones", params={"name": ZONE})).json()["items"][0]
         created(await operator.post(f"/dns-zones/{zone['id']}/records", json={
             "name": "mail", "type": "MX", "value": "10 mx1"}))
-        await _row(viewer, "ipam.audit", f"mail.{ZONE}", {"delivered"})
-        await _dig(pdns, f"mail.{ZONE}", "MX", [f"10 mx1.{ZONE}."])
+        await dns_row(viewer, "ipam.audit", f"mail.{ZONE}", {"delivered"})
+        await dig(pdns, f"mail.{ZONE}", "MX", [f"10 mx1.{ZONE}."])
 
-        await _release(relay, 1, ip)
-        await _row(viewer, "lease.released", f"laptop.{ZONE}", {"delivered"})
-        await _dig(pdns, f"laptop.{ZONE}", "A", [])
-        await _dig(pdns, reverse, "PTR", [])
+        await release(relay, 1, ip)
+        await dns_row(viewer, "lease.released", f"laptop.{ZONE}", {"delivered"})
+        await dig(pdns, f"laptop.{ZONE}", "A", [])
+        await dig(pdns, reverse, "PTR", [])
 
         pdns.stop()
-        printer = await _lease(relay, 3, "printer")
-        row = await _row(viewer, "lease.granted", f"printer.{ZONE}", {"retrying"})
+        printer = await lease(relay, 3, "printer")
+        row = await dns_row(viewer, "lease.granted", f"printer.{ZONE}", {"retrying"})
         assert row["last_error"].startswith("UNREACHABLE"), row
         pdns.start()
-        row = await _row(viewer, "lease.granted", f"printer.{ZONE}", {"delivered", "failed"})
+        row = await dns_row(viewer, "lease.granted", f"printer.{ZONE}", {"delivered", "failed"})
         if row["state"] == "failed":
             assert (await operator.post(f"/outbox/{row['id']}/replay")).status_code == 200
-            await _row(viewer, "lease.granted", f"printer.{ZONE}", {"delivered"})
-        await _dig(pdns, f"printer.{ZONE}", "A", [printer])
+            await dns_row(viewer, "lease.granted", f"printer.{ZONE}", {"delivered"})
+        await dig(pdns, f"printer.{ZONE}", "A", [printer])
 
         await operator.patch(f"/dns-servers/{server['id']}",
                              json={"secret_ref": f"env:{WRONG_ENV}"})
-        await _lease(relay, 4, "tablet")
-        row = await _row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
+        await lease(relay, 4, "tablet")
+        row = await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
         assert row["attempts"] == 4 and row["last_error"].startswith("HTTP 401"), row
         await operator.patch(f"/dns-servers/{server['id']}", json={"secret_ref": f"env:{KEY_ENV}"})
         assert (await operator.post(f"/outbox/{row['id']}/replay")).status_code == 200
-        await _row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
+        await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
         nursery.cancel_scope.cancel()
