@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -15,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.daemons import DIG, dig_short, terminate
+
 NAMED = shutil.which("named") or "/usr/sbin/named"
-DIG = shutil.which("dig") or "/usr/bin/dig"
 KEY_NAME = "ddns-key"
 START_TIMEOUT = 10.0
 
@@ -119,21 +119,9 @@ options {{
         raise RuntimeError("named did not answer in time")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
         self.proc = None
 
     def dig(self, name: str, rtype: str = "A") -> list[str]:
         """The answer's RDATA (dig +short), empty for none."""
-        out = subprocess.run(
-            [DIG, "+short", "+time=1", "+tries=1", "-p", str(self.port), "@127.0.0.1", name,
-             rtype], capture_output=True, text=True, timeout=10, check=False,
-        )
-        if out.returncode != 0:
-            return []
-        return sorted(line for line in out.stdout.splitlines() if line and ";" not in line)
+        return dig_short(self.port, name, rtype)

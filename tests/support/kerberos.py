@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.bind import free_port
+from tests.support.daemons import terminate
 
 REALM = "IPAMD.TEST"
 KDC = shutil.which("krb5kdc") or "/usr/sbin/krb5kdc"
@@ -100,11 +100,5 @@ class Realm:
         raise RuntimeError("krb5kdc did not listen in time")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
         self.proc = None

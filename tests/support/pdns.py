@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import signal
 import sqlite3
 import subprocess
 import time
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from tests.support.bind import free_port
+from tests.support.daemons import dig_short, terminate
 
 PDNS = shutil.which("pdns_server") or "/usr/sbin/pdns_server"
 SCHEMA = Path("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql")
@@ -89,19 +89,8 @@ setgid=
         assert response.status_code == 201, response.text
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
         self.proc = None
 
     def dig(self, name: str, rtype: str = "A") -> list[str]:
-        from tests.support.bind import DIG
-
-        out = subprocess.run(
-            [DIG, "+short", "+time=1", "+tries=1", "-p", str(self.dns_port), "@127.0.0.1",
-             name, rtype], capture_output=True, text=True, timeout=10, check=False)
-        return sorted(x for x in out.stdout.splitlines() if x and ";" not in x)
+        return dig_short(self.dns_port, name, rtype)
