@@ -15,6 +15,8 @@ from tests.unit.dhcp.envs import RELAY
 from tests.unit.dhcp.packets import mac_bytes, request
 from tests.unit.dhcp.test_server_packets import make_server
 
+ALONE = "127.81.0.1"
+
 
 async def _read_until(server: DhcpServer, ep: object, done: Callable[[], bool]) -> None:
     """Run the receive loop until ``done()`` (bounded: 30 s)."""
@@ -28,12 +30,14 @@ async def _read_until(server: DhcpServer, ep: object, done: Callable[[], bool]) 
 
 async def test_packets_that_waited_too_long_in_the_socket_are_dropped_unparsed() -> None:
     server, _ = make_server()
-    ep = open_listen("127.0.0.1:0", False)
+    # An address of its own: the counts below must see only this test's datagrams, not a
+    # late retransmission from an earlier test to a reused 127.0.0.1 port (it flaked so).
+    ep = open_listen(f"{ALONE}:0", False)
     client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         for n in range(20):
             client.sendto(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY).to_bytes(),
-                          ("127.0.0.1", ep.port))
+                          (ALONE, ep.port))
         await trio.sleep(0.5)  # nobody reads meanwhile
         server.stale_seconds = 0.2
         # Until all are dropped and the socket was found empty (the sampled age resets).
@@ -43,7 +47,7 @@ async def test_packets_that_waited_too_long_in_the_socket_are_dropped_unparsed()
         # A fresh packet is handled (from loopback, not a trusted relay: counted as such).
         server.stale_seconds = 30.0
         client.sendto(request(o.DISCOVER, mac_bytes(99), giaddr=RELAY).to_bytes(),
-                      ("127.0.0.1", ep.port))
+                      (ALONE, ep.port))
         await _read_until(server, ep, lambda: server.counters.received[o.DISCOVER] == 1)
         assert server.counters.drops["untrusted_relay"] == 1
         assert server.counters.drops["stale"] == 20
