@@ -129,11 +129,16 @@ options {{
         self.proc = None
 
     def dig(self, name: str, rtype: str = "A") -> list[str]:
-        """The answer's RDATA (dig +short), empty for none."""
-        out = subprocess.run(
-            [DIG, "+short", "+time=1", "+tries=1", "-p", str(self.port), "@127.0.0.1", name,
-             rtype], capture_output=True, text=True, timeout=10, check=False,
-        )
-        if out.returncode != 0:
-            return []
-        return sorted(line for line in out.stdout.splitlines() if line and ";" not in line)
+        return dig_short(self.port, name, rtype)
+
+
+def dig_short(port: int, name: str, rtype: str = "A") -> list[str]:
+    """The answer's RDATA (dig +short) from a DNS server on 127.0.0.1:``port``, sorted; empty
+    for none or no answer. Blocking: call it in a thread from the appliance's trio loop."""
+    out = subprocess.run(
+        [DIG, "+short", "+time=1", "+tries=1", "-p", str(port), "@127.0.0.1", name, rtype],
+        capture_output=True, text=True, timeout=10, check=False,
+    )
+    if out.returncode != 0:
+        return []
+    return sorted(line for line in out.stdout.splitlines() if line and ";" not in line)

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.bind import free_port
+from tests.support.bind import dig_short, free_port
 
 PDNS = shutil.which("pdns_server") or "/usr/sbin/pdns_server"
 SCHEMA = Path("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql")
@@ -99,9 +99,4 @@ setgid=
         self.proc = None
 
     def dig(self, name: str, rtype: str = "A") -> list[str]:
-        from tests.support.bind import DIG
-
-        out = subprocess.run(
-            [DIG, "+short", "+time=1", "+tries=1", "-p", str(self.dns_port), "@127.0.0.1",
-             name, rtype], capture_output=True, text=True, timeout=10, check=False)
-        return sorted(x for x in out.stdout.splitlines() if x and ";" not in x)
+        return dig_short(self.dns_port, name, rtype)
