@@ -4,17 +4,19 @@ Everything lives in the test's directory; KRB5_CONFIG points there (set by the c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.bind import free_port
+from tests.support.bind import Bind, free_port
 from tests.support.daemons import terminate
 
 REALM = "IPAMD.TEST"
@@ -47,6 +49,27 @@ class Realm:
 
     def keytab(self, name: str) -> Path:
         return self.root / f"{name}.keytab"
+
+    @contextlib.contextmanager
+    def exported(self) -> Iterator[None]:
+        """This realm's KRB5_CONFIG (and KDC profile) in os.environ, as the in-process
+        appliance's gssapi reads it; the previous values are back afterwards."""
+        saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def dns_server(self, root: Path, zones: list[str]) -> Bind:
+        """A BIND 9 (not started) with tkey-gssapi-keytab: DNS/<dns_host>'s keytab, and
+        updates of ``zones`` granted to the principal ``ipamd`` of this realm."""
+        return Bind(root, zones, gss_keytab=self.keytab("bind"), gss_principal=f"ipamd@{REALM}",
+                    env=self.env)
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

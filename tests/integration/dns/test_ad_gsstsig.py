@@ -37,26 +37,19 @@ def realm(tmp_path: Path) -> Iterator[Realm]:
     need_bind()
     need_kerberos()
     made = Realm(tmp_path / "krb", DNS_HOST)
-    made.start()
-    saved = {k: os.environ.get(k) for k in made.env}
-    os.environ.update(made.env)  # the appliance runs in this process
     try:
-        yield made
+        made.start()
+        with made.exported():  # the appliance runs in this process
+            yield made
     finally:
         made.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture
 def bind(tmp_path: Path, realm: Realm) -> Iterator[Bind]:
-    server = Bind(tmp_path / "bind", [ZONE, REVERSE], gss_keytab=realm.keytab("bind"),
-                  gss_principal=f"ipamd@{REALM}", env=realm.env)
-    server.start()
+    server = realm.dns_server(tmp_path / "bind", [ZONE, REVERSE])
     try:
+        server.start()
         yield server
     finally:
         server.stop()

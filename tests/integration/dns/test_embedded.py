@@ -17,6 +17,7 @@ from tests.integration.dhcp.harness import Relay, dhcp_section
 from tests.integration.dns.ddns import REVERSE, ZONE, lease
 from tests.integration.ipam.helpers import created
 from tests.support.bind import DIG, Bind, free_port, need_bind
+from tests.support.daemons import dig_short
 
 DNS_PORT = free_port()
 SECONDARY_PORT = free_port()
@@ -29,17 +30,13 @@ def _dig(port: int, name: str, rtype: str = "A", *extra: str) -> str:
     return out.stdout
 
 
-def _short(port: int, name: str, rtype: str = "A") -> list[str]:
-    return sorted(x for x in _dig(port, name, rtype, "+short").splitlines() if x and ";" not in x)
-
-
 # The appliance runs in this test's trio loop: dig must run in a thread, never block it.
 async def dig(port: int, name: str, rtype: str = "A", *extra: str) -> str:
     return await trio.to_thread.run_sync(_dig, port, name, rtype, *extra)
 
 
 async def short(port: int, name: str, rtype: str = "A") -> list[str]:
-    return await trio.to_thread.run_sync(_short, port, name, rtype)
+    return await trio.to_thread.run_sync(dig_short, port, name, rtype)
 
 
 @pytest.fixture
@@ -86,12 +83,12 @@ async def test_embedded_answers_and_feeds_a_bind_secondary(appliance, relay_sock
     created(await operator.post(f"/subnets/{subnet['id']}/pools", json={
         "name": "clients", "start_ip": "127.77.5.1", "end_ip": "127.77.5.50"}))
 
-    await _until(lambda: _short(DNS_PORT, f"www.{ZONE}"), ["127.77.9.9"])
+    await _until(lambda: dig_short(DNS_PORT, f"www.{ZONE}"), ["127.77.9.9"])
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
         ip = await lease(relay, 1, "laptop")
-        await _until(lambda: _short(DNS_PORT, f"laptop.{ZONE}"), [ip])
+        await _until(lambda: dig_short(DNS_PORT, f"laptop.{ZONE}"), [ip])
         reverse = ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
         assert await short(DNS_PORT, reverse, "PTR") == [f"laptop.{ZONE}."]
         nursery.cancel_scope.cancel()
@@ -109,15 +106,15 @@ async def test_embedded_answers_and_feeds_a_bind_secondary(appliance, relay_sock
     # BIND as the secondary: the first transfer, then a change announced by NOTIFY.
     await trio.to_thread.run_sync(secondary.start)
     serial = (await short(DNS_PORT, ZONE, "SOA"))[0].split()[2]
-    await _until(lambda: [x.split()[2] for x in _short(SECONDARY_PORT, ZONE, "SOA")],
+    await _until(lambda: [x.split()[2] for x in dig_short(SECONDARY_PORT, ZONE, "SOA")],
                  [serial], 20)
     assert await short(SECONDARY_PORT, f"www.{ZONE}") == ["127.77.9.9"]
     await trio.sleep(1.1)  # serials are unix seconds at least: let the next one be later
     created(await operator.post(f"/dns-zones/{zone['id']}/records", json={
         "name": "new", "type": "TXT", "value": '"via notify"'}))
     # BIND's own refresh timer is an hour away (SOA refresh 3600): only NOTIFY explains this.
-    await _until(lambda: _short(DNS_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
+    await _until(lambda: dig_short(DNS_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
     notified = appliance.state.counters["dns"]["notifies"]
-    await _until(lambda: _short(SECONDARY_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
+    await _until(lambda: dig_short(SECONDARY_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
     assert int((await short(SECONDARY_PORT, ZONE, "SOA"))[0].split()[2]) > int(serial)
     assert appliance.state.counters["dns"]["notifies"] >= max(notified, 1)
