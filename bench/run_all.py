@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["bench_dhcp.py", "bench_ipam.py", "bench_outbox.py", "bench_history.py",
-         "bench_dashboard.py"]
+         "bench_dashboard.py", "bench_dns.py"]
 
 
 def main(argv: list[str]) -> int:

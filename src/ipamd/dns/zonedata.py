@@ -42,8 +42,12 @@ class Zone:
     # owner name → type → rdataset (the apex holds SOA and NS too)
     nodes: dict[dns.name.Name, dict[int, dns.rdataset.Rdataset]] = field(default_factory=dict)
     digest: str = ""
+    # Every owner name and all its ancestors, made on the first lookup after a change:
+    # a name exists (records, or an empty non-terminal) iff it is in this set.
+    _names: set[dns.name.Name] | None = field(default=None, repr=False, compare=False)
 
     def add(self, name: dns.name.Name, ttl: int, rdata: dns.rdata.Rdata) -> None:
+        self._names = None
         types = self.nodes.setdefault(name, {})
         found = types.get(rdata.rdtype)
         if found is None:
@@ -52,7 +56,16 @@ class Zone:
 
     def exists(self, name: dns.name.Name) -> bool:
         """The name has records, or names below it do (an empty non-terminal: NODATA)."""
-        return name in self.nodes or any(n.is_subdomain(name) for n in self.nodes)
+        if self._names is None:
+            names: set[dns.name.Name] = set()
+            for owner in self.nodes:
+                while owner not in names:
+                    names.add(owner)
+                    if len(owner) <= 1:
+                        break
+                    owner = owner.parent()
+            self._names = names
+        return name in self._names
 
     def rrsets(self) -> Iterable[dns.rrset.RRset]:
         """Every RRset, SOA first (for AXFR)."""
@@ -119,6 +132,7 @@ def build(
             except (dns.exception.DNSException, ValueError):
                 continue  # stored values were checked on the way in; never fail a reload
             zone.add(dns.name.from_text(name), rttl, rdata)
+        zone.exists(origin)  # index the names now, on the reload path rather than a query's
         zones[origin] = zone
     return zones
 
@@ -249,6 +263,35 @@ def answer_udp(zones: Mapping[dns.name.Name, Zone], wire: bytes) -> bytes | None
         response.set_rcode(dns.rcode.REFUSED)
         return to_udp(query, response)
     return to_udp(query, respond(zones, query))
+
+
+CACHE_QUERY_MAX = 512  # longer queries are answered, never stored
+CACHE_ENTRIES = 65_536
+
+
+class AnswerCache:
+    """UDP replies by the query's bytes after its ID. A reply depends only on those bytes and
+    the zones, so a question asked again is answered by putting its ID in front of the reply
+    already made; the cache empties when the zones are swapped (a reload) or it is full."""
+
+    def __init__(self, entries: int = CACHE_ENTRIES) -> None:
+        self.entries = entries
+        self.zones: Mapping[dns.name.Name, Zone] | None = None
+        self.replies: dict[bytes, bytes] = {}
+
+    def answer(self, zones: Mapping[dns.name.Name, Zone], wire: bytes) -> bytes | None:
+        if zones is not self.zones:
+            self.zones, self.replies = zones, {}
+        key = wire[2:]
+        found = self.replies.get(key)
+        if found is not None:
+            return wire[:2] + found
+        reply = answer_udp(zones, wire)
+        if reply is not None and 12 <= len(wire) <= CACHE_QUERY_MAX:
+            if len(self.replies) >= self.entries:
+                self.replies = {}
+            self.replies[key] = reply[2:]
+        return reply
 
 
 def transfer(zones: Mapping[dns.name.Name, Zone], query: dns.message.Message,

@@ -95,6 +95,7 @@ def test_fuzz_never_raises() -> None:
     seeds = [dns.message.make_query(n, t, use_edns=rng.random() < 0.5).to_wire()
              for n in ("laptop.lan.example", "lan.example", "x.y.z")
              for t in ("A", "PTR", "SOA", "ANY", "AXFR", "IXFR", "TXT")]
+    cache = zonedata.AnswerCache(entries=1000)  # small: it fills and empties during the run
     for i in range(20_000):
         if i % 3 == 0:
             wire = rng.randbytes(rng.randrange(0, 64))
@@ -105,6 +106,36 @@ def test_fuzz_never_raises() -> None:
             wire = bytes(wire[: rng.randrange(len(wire) + 1)] if rng.random() < 0.3 else wire)
         reply = zonedata.answer_udp(zones, wire)
         assert reply is None or len(reply) <= zonedata.UDP_MAX
+        # The cache gives the same bytes, asked first or again under another ID.
+        assert cache.answer(zones, wire) == reply
+        if len(wire) >= 2:
+            other_id = bytes([wire[0] ^ 0x5A, wire[1]]) + wire[2:]
+            assert cache.answer(zones, other_id) == zonedata.answer_udp(zones, other_id)
         parsed = zonedata.parse(wire)
         if isinstance(parsed, dns.message.Message):
             zonedata.transfer(zones, parsed, allowed=True)
+
+
+def test_answer_cache_follows_the_zones() -> None:
+    zones = _zones()
+    cache = zonedata.AnswerCache()
+    query = dns.message.make_query("www.lan.example", "A")
+    first = dns.message.from_wire(cache.answer(zones, query.to_wire()))
+    query.id = (query.id + 1) % 65536
+    again = dns.message.from_wire(cache.answer(zones, query.to_wire()))
+    assert again.id == query.id and again.answer == first.answer
+    ROWS["records"][0]["value"] = "10.77.53.81"
+    try:
+        reloaded = _zones(previous=zones)
+    finally:
+        ROWS["records"][0]["value"] = "10.77.53.80"
+    fresh = dns.message.from_wire(cache.answer(reloaded, query.to_wire()))
+    assert [rr.to_text() for rr in fresh.answer[0]] == ["10.77.53.81"]
+
+
+def test_empty_non_terminals_and_absent_names() -> None:
+    zone = _zones()[dns.name.from_text("lan.example")]
+    for name, exists in (("b.lan.example", True), ("a.b.lan.example", True),
+                         ("lan.example", True), ("c.b.lan.example", False),
+                         ("nope.lan.example", False), ("B.LAN.example", True)):
+        assert zone.exists(dns.name.from_text(name)) is exists, name
