@@ -44,7 +44,11 @@ def _keytab(path: str) -> str:
 
 
 def _context(server: Server) -> Any:
-    import gssapi  # the optional dependency, only for this adapter
+    try:
+        import gssapi  # the optional dependency, only for this adapter
+    except ImportError:  # e.g. the appliance image, which ships without it
+        raise DnsFailure("KERBEROS", "the gssapi package is not installed on this appliance: "
+                         "ad_gsstsig cannot sign updates") from None
 
     principal = server.krb_principal or ""
     if "@" not in principal and server.krb_realm:
