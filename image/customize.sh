@@ -69,6 +69,20 @@ chroot "$root" /opt/ipamd/.venv/bin/python3 -m compileall -q -j1 \
   >/dev/null || true
 
 chroot "$root" systemctl enable ipamd.service >/dev/null 2>&1
+# The VM (units that do nothing in a container): the state disk on /var/lib/ipamd, its network
+# files, systemd-networkd. Nothing waits for "online" (ipamd listens on 0.0.0.0): masked, so a
+# first boot's presets cannot enable it again.
+chroot "$root" systemctl enable systemd-networkd.service var-lib-ipamd.mount \
+  ipamd-network.service >/dev/null 2>&1
+chroot "$root" systemctl disable systemd-networkd-wait-online.service >/dev/null 2>&1
+chroot "$root" systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1
+# The first boot of a VM (empty machine id) must not stop to ask for a locale, time zone or
+# root password on the console.
+chroot "$root" systemctl mask systemd-firstboot.service >/dev/null 2>&1
+# The VM's initramfs again, now with everything installed, times clamped (SOURCE_DATE_EPOCH).
+if ls "$root"/boot/vmlinuz-* >/dev/null 2>&1; then
+  chroot "$root" env SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" update-initramfs -u -k all >/dev/null
+fi
 # What differs from one build to the next, or belongs to one machine.
 rm -f "$root"/etc/ssl/private/ssl-cert-snakeoil.key "$root"/etc/ssl/certs/ssl-cert-snakeoil.pem
 find "$root/etc/ssl/certs" -xtype l -delete
