@@ -19,8 +19,9 @@ LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 # The image build (image/build.sh) and its boot test run on the build host, never in CI.
 IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
+VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: run setup test lint bench clean tarball image image-verify image-boot-test system-run system-test system-bench system-image system-boot venv console-vendor ha-lab
+.PHONY: run setup test lint bench clean tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
 
 venv: $(BIN)/.installed
 
@@ -55,6 +56,9 @@ system-image:
 
 system-boot:
 	$(call apt_ensure,$(BOOT_PACKAGES))
+
+system-vm-boot:
+	$(call apt_ensure,$(VM_BOOT_PACKAGES))
 
 var:
 	install -d -m 0755 var var/log var/supervisor
@@ -102,6 +106,10 @@ image-verify: system-image
 # Too heavy for `make test`: boots build/image's container, first token, a relayed lease.
 image-boot-test: system-boot venv
 	$(BIN)/python image/boot_test.py
+
+# The VM disk under qemu/KVM: serial console, first token, a relayed lease (root, /dev/kvm).
+image-vm-boot-test: system-vm-boot venv
+	$(BIN)/python image/vm_boot_test.py
 
 clean:
 	rm -rf $(VENV) var build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info

@@ -2,7 +2,11 @@
 # `make image`: the appliance image from locked inputs only, the same bytes for the same commit.
 #
 #   image/build.sh            → build/image/: ipamd-<ver>-oci.tar (podman/docker load),
+#                               ipamd-<ver>-disk.raw (the VM disk: image/vmdisk.sh),
 #                               packages.lock (the Debian set used), SHA256SUMS
+#
+# One root file system makes both: the container is the tree without the kernel (/boot,
+# /usr/lib/modules); the VM disk is the whole tree on ext4 behind a syslinux boot partition.
 #
 # Inputs: this commit's tree (git archive HEAD; uncommitted changes are not in the image), the
 # Debian 12 packages named in image/packages*.txt at the exact versions of image/packages.lock
@@ -33,6 +37,8 @@ umask 022
 
 git archive --format=tar --prefix=ipamd/ "$commit" > "$work/src.tar"
 git show "$commit:image/rootfs/etc/postgresql-common/createcluster.conf" > "$work/createcluster.conf"
+# Before the kernel's postinst makes the first initramfs: gzip, no resume device.
+git show "$commit:image/rootfs/etc/initramfs-tools/conf.d/ipamd" > "$work/initramfs.conf"
 
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$@"; }
 wanted=$(names image/packages.txt)
@@ -55,6 +61,8 @@ mmdebstrap --mode=root --variant=apt --format=directory \
   --dpkgopt=force-confold --dpkgopt=force-confdef \
   --setup-hook='mkdir -p "$1/etc/postgresql-common"' \
   --setup-hook="cp $work/createcluster.conf \"\$1/etc/postgresql-common/\"" \
+  --setup-hook='mkdir -p "$1/etc/initramfs-tools/conf.d"' \
+  --setup-hook="cp $work/initramfs.conf \"\$1/etc/initramfs-tools/conf.d/ipamd\"" \
   --customize-hook="$here/image/customize.sh \"\$1\" $work" \
   bookworm "$rootfs" "$sources"
 
@@ -68,13 +76,18 @@ chmod 0755 "$rootfs"  # made under the build's umask; / of the image is 0755
 find "$rootfs" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch -h -d "@$SOURCE_DATE_EPOCH"
 tar_rootfs() {  # $1 = output; further args = --exclude patterns
   local target=$1; shift
-  tar --sort=name --format=pax --numeric-owner --owner=0 --group=0 \
+  tar "$@" --sort=name --format=pax --numeric-owner --owner=0 --group=0 \
       --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-      --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime "$@" -C "$rootfs" -cf "$target" .
+      --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime -C "$rootfs" -cf "$target" .
 }
-tar_rootfs "$work/container.tar"
+# The container: no kernel, no modules, no boot loader files (a container has no use for them).
+tar_rootfs "$work/container.tar" --exclude='./boot/*' --exclude='./usr/lib/modules/*' \
+  --exclude='./vmlinuz*' --exclude='./initrd.img*'
 python3 image/oci.py "$work/container.tar" "$out/ipamd-$tag-oci.tar" \
   --name "localhost/ipamd:$tag" --revision "$commit"
+rm -f "$work/container.tar"
+# The VM disk: the whole tree (image/vmdisk.sh; ids from the commit).
+image/vmdisk.sh "$rootfs" "$out/ipamd-$tag-disk.raw" "$commit"
 
 (cd "$out" && sha256sum -- * > SHA256SUMS)
 rm -rf "$work"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make image-verify`: build this commit twice, from two clean clones in different places,
-# and compare. Same SHA256SUMS → reproducible; else show where the outputs differ: every file
-# of the two images' layers (name, mode, owner, time, content hash) side by side, then
-# diffoscope on the first differing file when it is installed.
+# and compare. Same SHA256SUMS (the OCI archive and the VM disk) → reproducible; else show
+# where the outputs differ: every file of the two images' layers (name, mode, owner, time,
+# content hash) side by side, and for the VM disks which partition's bytes differ and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 commit=$(git rev-parse --verify 'HEAD^{commit}')
@@ -27,4 +27,18 @@ for n in 1 2; do
   python3 image/oci.py --list "$base/clone-$n/build/image/"*-oci.tar > "$base/files-$n"
 done
 diff "$base/files-1" "$base/files-2" | head -100 >&2 || true
+disk_a=$(echo "$a"/*-disk.raw) disk_b=$(echo "$b"/*-disk.raw)
+if [ -f "$disk_a" ] && [ -f "$disk_b" ] && ! cmp -s "$disk_a" "$disk_b"; then
+  echo "== VM disks differ (byte offset: partition)" >&2
+  # The partition table (sfdisk -d) of build 1 names the ranges.
+  cmp -l "$disk_a" "$disk_b" 2>/dev/null | awk -v table="$(sfdisk -d "$disk_a" 2>/dev/null)" '
+    BEGIN { n = split(table, lines, "\n")
+            for (i = 1; i <= n; i++) if (match(lines[i], /start= *[0-9]+, size= *[0-9]+/)) {
+              split(substr(lines[i], RSTART, RLENGTH), f, /[=,] */); parts++
+              start[parts] = f[2] * 512; end[parts] = (f[2] + f[4]) * 512 } }
+    { off = $1 - 1; where = "partition table / MBR"
+      for (p = 1; p <= parts; p++) if (off >= start[p] && off < end[p])
+        where = sprintf("partition %d at +%d (block %d)", p, off - start[p], int((off - start[p]) / 4096))
+      if (where != last) { print off ": " where; last = where; if (++shown >= 40) exit } }' >&2
+fi
 exit 1
