@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from bootlab import ns, sh, wait  # image/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 TAG = f"ipt15{os.getpid() % 10000:04d}"
@@ -69,17 +70,6 @@ print(s.json()["id"])
 """
 
 
-def sh(*argv: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip() or result.stdout.strip()}")
-    return result
-
-
-def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return sh("ip", "netns", "exec", name, *argv, check=check)
-
-
 def network() -> None:
     for name in (BOX, RELAY, CLIENT):
         sh("ip", "netns", "add", name)
@@ -96,17 +86,6 @@ def network() -> None:
     ns(RELAY, "ip", "link", "set", "lo", "up")
     # Replies go to the relay's giaddr on the client side.
     ns(BOX, "ip", "route", "add", "10.77.15.128/25", "via", "10.77.15.1")
-
-
-def wait(what: str, check: Callable[[], bool], timeout: float, started: float) -> float:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            took = time.monotonic() - started
-            print(f"  {took:6.1f} s  {what}", flush=True)
-            return took
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
 def main() -> int:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bootlab import ns, sh, wait  # image/, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 TAG = f"ivm15{os.getpid() % 10000:04d}"
 BOX, RELAY, CLIENT = f"{TAG}b", f"{TAG}r", f"{TAG}c"
@@ -68,17 +70,6 @@ c = httpx.Client(base_url="https://10.77.15.2:8443/api/v1", verify=False,
 r = c.get("/leases"); r.raise_for_status()
 print(" ".join(f"{x['ip']}={x['state']}" for x in r.json()["items"]))
 """
-
-
-def sh(*argv: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip() or result.stdout.strip()}")
-    return result
-
-
-def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return sh("ip", "netns", "exec", name, *argv, check=check)
 
 
 def network() -> None:
@@ -156,17 +147,6 @@ class Console:
                 raise AssertionError(f"qemu exited ({self.proc.returncode})")
             time.sleep(0.2)
         raise AssertionError(f"no answer on the serial console to {command!r}")
-
-
-def wait(what: str, check: Callable[[], bool], timeout: float, started: float) -> float:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            took = time.monotonic() - started
-            print(f"  {took:6.1f} s  {what}", flush=True)
-            return took
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
 def main() -> int:
