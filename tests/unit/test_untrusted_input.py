@@ -6,7 +6,6 @@ import base64
 import datetime as dt
 import ipaddress
 import json
-import time
 import uuid
 
 import pytest
@@ -56,12 +55,13 @@ def test_a_float_that_overflows_is_refused() -> None:
 
 # --- item 2: deep nesting never recurses ------------------------------------------------
 
+# No timings in pass/fail tests: the hang guard (a recursive or quadratic reader takes
+# minutes on these bodies; the flat scan milliseconds) is the test's timeout.
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("text", ["[" * 1000 + "]" * 1000, "[" * 100_000, "{\"a\":" * 5000])
-def test_deep_nesting_is_a_400_quickly(text: str) -> None:
-    started = time.perf_counter()
+def test_deep_nesting_is_a_400_without_recursion(text: str) -> None:
     error = _refused(text)
     assert error.status == 400 and "nested deeper than 64" in error.message
-    assert time.perf_counter() - started < 1.0  # a flat scan, not a recursive descent
 
 
 def test_nesting_up_to_the_limit_is_fine_and_brackets_in_strings_do_not_count() -> None:
@@ -206,9 +206,8 @@ ADVERSARIAL = {
 }
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
-def test_the_depth_scan_is_linear_on_adversarial_bodies(text: str) -> None:
+def test_the_depth_scan_ends_on_adversarial_bodies(text: str) -> None:
     # A backtracking string pattern took minutes on the escaped-quotes body (quadratic).
-    started = time.perf_counter()
     assert _refused(text).status == 400
-    assert time.perf_counter() - started < 1.0
