@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bootlab import ns, sh, wait  # image/, beside this script
+from bootlab import ns, sh, veth_pairs, wait  # image/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 TAG = f"ipt15{os.getpid() % 10000:04d}"
@@ -75,15 +75,9 @@ def network() -> None:
         sh("ip", "netns", "add", name)
     pairs = [(f"{TAG}bs", BOX, "10.77.15.2/25", f"{TAG}rs", RELAY, "10.77.15.1/25"),
              (f"{TAG}cc", CLIENT, None, f"{TAG}rc", RELAY, "10.77.15.129/25")]
-    for a, a_ns, a_ip, b, b_ns, b_ip in pairs:
-        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-        for link, where, address in ((a, a_ns, a_ip), (b, b_ns, b_ip)):
-            sh("ip", "link", "set", link, "netns", where)
-            if address:
-                ns(where, "ip", "addr", "add", address, "dev", link)
-            ns(where, "ip", "link", "set", link, "up")
-        ns(a_ns, "ip", "link", "set", "lo", "up")
-    ns(RELAY, "ip", "link", "set", "lo", "up")
+    veth_pairs(pairs)
+    for name in (BOX, RELAY, CLIENT):
+        ns(name, "ip", "link", "set", "lo", "up")
     # Replies go to the relay's giaddr on the client side.
     ns(BOX, "ip", "route", "add", "10.77.15.128/25", "via", "10.77.15.1")
 

@@ -28,3 +28,15 @@ def wait(what: str, check: Callable[[], bool], timeout: float, started: float) -
             return took
         time.sleep(0.2)
     raise AssertionError(f"{what}: not within {timeout:.0f} s")
+
+
+def veth_pairs(pairs: list[tuple[str, str, str | None, str, str, str | None]]) -> None:
+    """Each (a, a_ns, a_address, b, b_ns, b_address): a veth pair, one end in each
+    namespace, addressed where given, up."""
+    for a, a_ns, a_ip, b, b_ns, b_ip in pairs:
+        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+        for link, where, address in ((a, a_ns, a_ip), (b, b_ns, b_ip)):
+            sh("ip", "link", "set", link, "netns", where)
+            if address:
+                ns(where, "ip", "addr", "add", address, "dev", link)
+            ns(where, "ip", "link", "set", link, "up")

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bootlab import ns, sh, wait  # image/, beside this script
+from bootlab import ns, sh, veth_pairs, wait  # image/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 TAG = f"ivm15{os.getpid() % 10000:04d}"
@@ -77,13 +77,7 @@ def network() -> None:
         sh("ip", "netns", "add", name)
     pairs = [(f"{TAG}bs", BOX, None, f"{TAG}rs", RELAY, "10.77.15.1/25"),
              (f"{TAG}cc", CLIENT, None, f"{TAG}rc", RELAY, "10.77.15.129/25")]
-    for a, a_ns, a_ip, b, b_ns, b_ip in pairs:
-        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-        for link, where, address in ((a, a_ns, a_ip), (b, b_ns, b_ip)):
-            sh("ip", "link", "set", link, "netns", where)
-            if address:
-                ns(where, "ip", "addr", "add", address, "dev", link)
-            ns(where, "ip", "link", "set", link, "up")
+    veth_pairs(pairs)
     for name in (BOX, RELAY, CLIENT):
         ns(name, "ip", "link", "set", "lo", "up")
     # The box: a bridge joins the VM's tap and the veth to the relay.

@@ -17,11 +17,10 @@ from ipamd.core import audit
 from ipamd.db import migrate
 from ipamd.db.bridge import Database, run_once
 from ipamd.dhcp import options as o
-from ipamd.dhcp.server import DhcpServer
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration import appliance_data as data
-from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket, seed_subnet
+from tests.integration.dhcp.harness import Relay, dhcp_section, relay_socket, seed_subnet, serve
 from tests.support import postgres
 from tests.support.ports import free_port
 
@@ -91,19 +90,8 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
     db = await Database.connect(empty_dsn, min_size=1, max_size=4)
     state = AppState(config=make_config(empty_dsn, dhcp=dhcp_section(sock.getsockname()[1])),
                      db=db)
-    server = DhcpServer(state)
-    scope = trio.CancelScope()
-    done = trio.Event()
-
-    async def serve(*, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            with scope:
-                await server.run(task_status=task_status)
-        finally:
-            done.set()
-
-    await nursery.start(serve)
-    relay = Relay(trio.socket.from_stdlib_socket(sock), server.addresses[0])
+    served = await serve(nursery, state)
+    relay = Relay(trio.socket.from_stdlib_socket(sock), served.server.addresses[0])
     nursery.start_soon(relay.run)
     kept = await data.dora(relay, 1)
     gone = await data.dora(relay, 2)
@@ -111,8 +99,7 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
     with trio.fail_after(10):
         while "released" not in {r["state"] for r in (await db.run(_rows))["leases"]}:
             await trio.sleep(0.05)
-    scope.cancel()
-    await done.wait()
+    await served.stop()
     await db.close()
     old = await run_once(empty_dsn, _rows)
     old_applied = await run_once(empty_dsn, lambda c: c.fetch("SELECT * FROM schema_migrations"))

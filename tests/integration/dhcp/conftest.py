@@ -14,7 +14,7 @@ from ipamd.db.bridge import Database
 from ipamd.dhcp.server import DhcpServer
 from ipamd.state import AppState
 from tests.conftest import make_config
-from tests.integration.dhcp.harness import Relay, dhcp_section
+from tests.integration.dhcp.harness import Relay, dhcp_section, serve
 
 
 @dataclass
@@ -44,18 +44,8 @@ async def dhcp(
 ) -> AsyncIterator[Running]:
     config = make_config(dsn, dhcp=dhcp_section(relay_sock.getsockname()[1], **dhcp_overrides))
     state = AppState(config=config, db=db)
-    server = DhcpServer(state)
-    scope = trio.CancelScope()
-    done = trio.Event()
-
-    async def serve(*, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            with scope:
-                await server.run(task_status=task_status)
-        finally:
-            done.set()
-
-    await nursery.start(serve)
+    served = await serve(nursery, state)
+    server = served.server
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), server.addresses[0])
     relay_scope = trio.CancelScope()
 
@@ -68,5 +58,4 @@ async def dhcp(
         yield Running(server, relay, state, db)
     finally:
         relay_scope.cancel()
-        scope.cancel()
-        await done.wait()
+        await served.stop()

@@ -17,6 +17,8 @@ import asyncpg
 import trio
 
 from ipamd.dhcp.codec import DhcpMessage, MalformedPacket, parse
+from ipamd.dhcp.server import DhcpServer
+from ipamd.state import AppState
 
 DEFAULT_TENANT = uuid.UUID("00000000-0000-7000-8000-000000000001")
 RELAY_IP = "127.77.0.1"
@@ -117,3 +119,31 @@ class Relay:
     async def silence(self, xid: int, wait: float = 0.3) -> bool:
         """True when no reply with ``xid`` arrives within ``wait`` seconds."""
         return await self.reply(xid, wait) is None
+
+
+@dataclass
+class Served:
+    """A DhcpServer running in the test's nursery; ``stop()`` cancels it and waits."""
+
+    server: DhcpServer
+    scope: trio.CancelScope
+    done: trio.Event
+
+    async def stop(self) -> None:
+        self.scope.cancel()
+        await self.done.wait()
+
+
+async def serve(nursery: trio.Nursery, state: AppState) -> Served:
+    """Start a DHCP server on ``state`` (ready when this returns)."""
+    served = Served(DhcpServer(state), trio.CancelScope(), trio.Event())
+
+    async def run(*, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with served.scope:
+                await served.server.run(task_status=task_status)
+        finally:
+            served.done.set()
+
+    await nursery.start(run)
+    return served
