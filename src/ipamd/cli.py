@@ -1,4 +1,4 @@
-"""`ipamd run | db-server | migrate | token | status | check-config | backup | restore`."""
+"""`ipamd run | db-server | migrate | token | status | check-config | backup | restore | child`."""
 
 from __future__ import annotations
 
@@ -31,6 +31,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args)
     logsetup.configure(config.logging.level)
     trio.run(runtime.run, config)
+    return 0
+
+
+def cmd_child(args: argparse.Namespace) -> int:
+    """A role `ipamd run` runs in a child process; the configuration comes on stdin."""
+    import trio
+
+    from ipamd import child, runtime
+
+    config = child.read_config()
+    logsetup.configure(config.logging.level)
+    trio.run(runtime.run_child, config, args.role)
     return 0
 
 
@@ -228,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
                           "all or nothing (stop ipamd first; refuses a newer schema)")
     back.add_argument("file", metavar="FILE")
     back.set_defaults(fn=cmd_restore)
+    role = sub.add_parser("child", help="internal: a role `ipamd run` runs in a child "
+                          "process (the configuration comes on stdin)")
+    role.add_argument("role", choices=["dns-delivery"])
+    role.set_defaults(fn=cmd_child)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
+from ipamd import child
 from ipamd.api import idempotency
 from ipamd.api.app import create_app
 from ipamd.config import Config, ConfigError, redact_dsn
@@ -34,6 +36,7 @@ from ipamd.dns import delivery as dns_delivery
 from ipamd.dns import embedded as dns_embedded
 from ipamd.ops import service as ops_service
 from ipamd.outbox import scheduler as outbox_scheduler
+from ipamd.outbox.gate import Gate
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed, load_pair
 from ipamd.workers import history_retention, housekeeping
@@ -45,14 +48,78 @@ log = logging.getLogger("ipamd")
 Service = Callable[..., Awaitable[None]]
 
 
+MAIN_PROCESS_KINDS = ("webhook", "alert")
+DNS_DELIVERY = "dns-delivery"
+
+
+def _dns_delivery(gate: Gate) -> Service:
+    return functools.partial(outbox_scheduler.run, extra_handlers=dns_delivery.handlers,
+                             kinds=("dns",), purge=False, gate=gate,
+                             stage=dns_delivery.expand_staged)
+
+
+# role → the service a child process runs (``ipamd child ROLE``; see child.py), given the
+# gate its parent's busy/idle lines open and close
+CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery}
+
+
+class DhcpAtCeiling:
+    """Is this node's DHCP server at its ceiling? Busy once every commit worker was busy
+    for at least BUSY_ABOVE of a sample interval; idle again only after IDLE_AFTER_SECONDS
+    below IDLE_BELOW, so a storm's short lulls do not let the held-back work in."""
+
+    BUSY_ABOVE = 0.5
+    IDLE_BELOW = 0.25
+    IDLE_AFTER_SECONDS = 1.0
+
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+        self.busy = False
+        self._last: tuple[float, float] | None = None  # (time, saturated seconds)
+        self._calm_since: float | None = None
+
+    def __call__(self) -> bool:
+        dhcp, now = self.state.dhcp, trio.current_time()
+        if dhcp is None:
+            self._last, self.busy = None, False
+            return False
+        saturated = dhcp.saturated_seconds()
+        last, self._last = self._last, (now, saturated)
+        if last is None or now <= last[0]:
+            return self.busy
+        share = (saturated - last[1]) / (now - last[0])
+        if share >= self.BUSY_ABOVE:
+            self.busy, self._calm_since = True, None
+        elif self.busy and share < self.IDLE_BELOW:
+            self._calm_since = self._calm_since or now
+            if now - self._calm_since >= self.IDLE_AFTER_SECONDS:
+                self.busy, self._calm_since = False, None
+        else:
+            self._calm_since = None
+        return self.busy
+
+
+# A child's transactions (claims, outcomes) do not wait for their WAL flush: they would
+# queue behind the DHCP server's lease commits, which do. A crash may forget the last
+# fraction of a second of them; the rows then come back and are delivered again, which
+# at-least-once delivery allows (a DNS update is idempotent). Leases stay fully durable.
+CHILD_SESSION_SETTINGS = {"synchronous_commit": "off", "application_name": "ipamd-child"}
+
+
 def services(state: AppState) -> list[tuple[str, Service]]:
     """Every background service of the appliance, in start order."""
     housekeep = functools.partial(housekeeping.run, purge_keys=idempotency.purge_expired)
     found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
     if state.config.outbox.enabled:
-        outbox = functools.partial(outbox_scheduler.run, extra_handlers=dns_delivery.handlers)
+        outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
         found.append(("outbox", outbox))
+        # DNS updates are delivered by a child process at a lower CPU priority: a lease
+        # storm's updates must not slow the storm's DHCP (child.py). Started at the first
+        # queued DNS row.
+        found.append(("dns_delivery", functools.partial(
+            child.keep_running, role=DNS_DELIVERY, start_when=dns_delivery.wait_for_work,
+            busy=DhcpAtCeiling(state))))
     if state.config.dns.enabled:
         found.append(("dns", dns_embedded.run))
     if state.config.dhcp.enabled:
@@ -198,6 +265,8 @@ async def supervise(
             if is_connection_loss(error):  # expected; the Database's Outage logged it once
                 log.info("service %s stopped: database unreachable; restarting in %.1fs",
                          name, delay)
+            elif isinstance(error, child.ChildExited):  # its traceback was the child's own
+                log.warning("service %s: %s; restarting in %.1fs", name, error, delay)
             else:
                 log.exception("service %s crashed; restarting in %.1fs", name, delay)
         if trio.current_time() - began >= 60:
@@ -290,3 +359,44 @@ async def run(
             with trio.CancelScope(shield=True), trio.move_on_after(5):
                 await db.close()
     log.info("ipamd stopped")
+
+
+def _child_report(state: AppState) -> dict[str, object]:
+    """What a child tells its parent's metrics: its outbox outcomes and latency by kind."""
+    latency = state.counters.get("outbox_latency") or {}
+    return {"pid": os.getpid(), "outbox": dict(state.counters.get("outbox") or {}),
+            "outbox_latency": {kind: {"counts": h.counts, "total": h.total, "count": h.count}
+                               for kind, h in latency.items()}}
+
+
+async def run_child(config: Config, role: str) -> None:
+    """A child process (``ipamd child ROLE``, started by child.keep_running): the role's
+    service on a small pool of its own, at the configured lower CPU priority, until its
+    parent closes stdin (or dies) or a signal asks it to stop. The parent migrated."""
+    # Held back until the parent's first word: it may start the child in a storm.
+    gate = Gate(config.outbox.dns_storm_updates_per_second, busy=True)
+    service = CHILD_ROLES[role](gate)
+    child.lower_priority(config.outbox.dns_delivery_nice)
+    async with asyncio_loop():
+        db = await Database.connect(database_dsn(config), min_size=1, max_size=4,
+                                    timeout=config.database.connect_timeout_seconds,
+                                    settings=CHILD_SESSION_SETTINGS)
+        try:
+            state = AppState(config=config, db=db)
+            stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(supervise, role, service, state)
+                reporter = child.Reporter(functools.partial(_child_report, state))
+                nursery.start_soon(reporter.run)
+                nursery.start_soon(_watch_signals, stop)
+
+                async def parent_gone() -> None:
+                    await child.follow_parent(gate.set_busy)
+                    stop.set()
+
+                nursery.start_soon(parent_gone)
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await db.close()

@@ -33,6 +33,11 @@ class DhcpControl(Protocol):
         """Reload the address plan now (the other nodes follow the NOTIFY)."""
         ...
 
+    def saturated_seconds(self) -> float:
+        """Seconds so far the server ran at its ceiling (every commit worker busy): work
+        that can wait (DNS updates) yields while this grows nearly as fast as time."""
+        ...
+
     def counters_snapshot(self) -> dict[str, Any]:
         """Packets received/sent/dropped and lease events so far, as plain JSON values."""
         ...
@@ -53,3 +58,5 @@ class AppState:
     # keeps it; the node heartbeat reports it). The API's binds once it listens.
     running_services: dict[str, bool] = field(default_factory=dict)
     api_binds: list[str] = field(default_factory=list)
+    # The latest report of each child process (ipamd/child.py), by role: its counters.
+    children: dict[str, dict[str, Any]] = field(default_factory=dict)

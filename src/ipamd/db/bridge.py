@@ -71,14 +71,17 @@ class Database:
 
     @classmethod
     async def connect(
-        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, timeout: float = 60.0
+        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, timeout: float = 60.0,
+        settings: dict[str, str] | None = None,
     ) -> Database:
-        """Connect, retrying with backoff until ``timeout`` (Postgres may still be starting)."""
+        """Connect, retrying with backoff until ``timeout`` (Postgres may still be starting).
+        ``settings``: session settings of every connection of the pool."""
         delay = 0.1
         with trio.move_on_after(timeout) as scope:
             while True:
                 try:
-                    pool = await trio_asyncio.aio_as_trio(_create_pool)(dsn, min_size, max_size)
+                    pool = await trio_asyncio.aio_as_trio(_create_pool)(
+                        dsn, min_size, max_size, settings)
                     return cls(pool, dsn)
                 except _REFUSED as error:
                     # Waiting does not fix a wrong password, a missing role or database.
@@ -176,10 +179,12 @@ async def _no_reset(_conn: asyncpg.Connection) -> None:
     return None
 
 
-async def _create_pool(dsn: str, min_size: int, max_size: int) -> asyncpg.Pool:
+async def _create_pool(dsn: str, min_size: int, max_size: int,
+                       settings: dict[str, str] | None = None) -> asyncpg.Pool:
     quiet_pool_logs()
     return await asyncpg.create_pool(
         dsn,
+        server_settings=settings,
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,

@@ -63,6 +63,10 @@ class Committer:
         self.busy_seconds = 0.0  # time batches spent in the database (commit included)
         self.in_flight = 0  # batches in the database now
         self.last_seconds = 0.0  # the batch just committed (on_done reads it)
+        # Time every worker had a batch in the database (new ops had to queue): how long
+        # the DHCP server ran at its ceiling. Other work of the node yields to it.
+        self._saturated_seconds = 0.0
+        self._saturated_from = 0.0
         self._sessions: Database | None = None
         self._queue: list[Exchange] = []  # first served: Requests, Releases, Declines
         self._later: list[Exchange] = []  # Discovers
@@ -82,6 +86,11 @@ class Committer:
         """How long the oldest queued op has waited (s), by ``Exchange.born``; 0 when none."""
         heads = [q[0].born for q in (self._queue, self._later) if q]
         return now - min(heads) if heads else 0.0
+
+    def saturated_seconds(self) -> float:
+        """Seconds so far with every commit worker busy, the current stretch included."""
+        now = time.perf_counter() - self._saturated_from
+        return self._saturated_seconds + (now if self.in_flight == self.workers else 0.0)
 
     def _take(self) -> list[Exchange]:
         queue, later, size = self._queue, self._later, self.batch_max
@@ -119,9 +128,13 @@ class Committer:
                 self._lot.unpark()  # more than one batch waiting: let another worker start
             started = time.perf_counter()
             self.in_flight += 1
+            if self.in_flight == self.workers:
+                self._saturated_from = started
             try:
                 ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
             finally:
+                if self.in_flight == self.workers:
+                    self._saturated_seconds += time.perf_counter() - self._saturated_from
                 self.in_flight -= 1
             self.last_seconds = time.perf_counter() - started  # read by on_done
             self.busy_seconds += self.last_seconds

@@ -396,6 +396,9 @@ class DhcpServer:
         """Reload the plan now (after a settings change through this node's API)."""
         await self.plans.reload()
 
+    def saturated_seconds(self) -> float:
+        return self.committer.saturated_seconds()
+
     def counters_snapshot(self) -> dict[str, Any]:
         return self.counters.snapshot()
 

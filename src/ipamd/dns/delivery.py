@@ -12,13 +12,16 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+import trio
 
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dns import change as change_mod
 from ipamd.dns.ad_gsstsig import AdGssTsig
 from ipamd.dns.adapter import Adapter, DnsFailure, Server
 from ipamd.dns.bind_tsig import BindTsig
 from ipamd.dns.powerdns_http import PowerDnsHttp
 from ipamd.dns.servers import COLUMNS
+from ipamd.outbox import queue
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
 from ipamd.outbox.client import Client
@@ -26,6 +29,7 @@ from ipamd.outbox.queue import Job, Outcome
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dns")
+_RETRY_SECONDS = 1.0
 
 
 async def _server(
@@ -95,3 +99,49 @@ def handlers(
     adapters: dict[str, Adapter] = {"bind_tsig": BindTsig(), "powerdns_http": PowerDnsHttp(client),
                                     "ad_gsstsig": AdGssTsig()}
     return {"dns": DnsDeliverer(state, adapters, backoff).deliver}
+
+
+async def expand_staged(conn: asyncpg.Connection, max_staged: int) -> int:
+    """(the scheduler's Stage) Turn up to ``max_staged`` staged lease changes (one entry per
+    DHCP commit batch, migration 0008) into kind=dns rows, in the caller's transaction."""
+    return int(await conn.fetchval("SELECT dns_expand_staged($1)", max_staged))
+
+
+async def _work_queued(conn: asyncpg.Connection) -> bool:
+    return bool(await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM dns_staged) OR EXISTS (SELECT 1 FROM outbox "
+        "WHERE state IN ('pending', 'retrying') AND kind = 'dns')"))
+
+
+async def _look_again(notifications: trio.MemoryReceiveChannel[str], seconds: float) -> bool:
+    """True once a ``dns`` notification came or ``seconds`` passed; False: the listener is
+    lost (its channel ended), so LISTEN again."""
+    with trio.move_on_after(seconds):
+        async for payload in notifications:
+            if payload == "dns":
+                return True
+        return False
+    return True
+
+
+async def wait_for_work(state: AppState) -> None:
+    """Returns once a kind=dns row is queued: the runtime starts the DNS delivery process
+    then, so an appliance without dynamic DNS never runs it. Wakes on the outbox NOTIFY
+    (payload ``dns``) and looks every poll interval too (a notification can be missed)."""
+    throttle = Throttle(log)
+    poll = state.config.outbox.poll_interval_seconds
+    while True:
+        try:
+            notifications = await state.db.listen(queue.CHANNEL)
+            try:
+                while not await state.db.run(_work_queued):
+                    if not await _look_again(notifications, poll):
+                        break
+                else:
+                    return
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                    await notifications.release()  # type: ignore[attr-defined]
+        except DB_ERRORS as error:
+            log_failure(throttle, error, "waiting for DNS work: %s", error.__class__.__name__)
+        await trio.sleep(_RETRY_SECONDS)

@@ -76,11 +76,16 @@ async def grants_per_minute(conn: asyncpg.Connection) -> list[dict[str, Any]]:
 
 
 async def outbox(conn: asyncpg.Connection) -> list[dict[str, Any]]:
-    """Rows by kind and state, with the oldest queued row's age per kind."""
+    """Rows by kind and state, with the oldest queued row's age per kind; and lease DNS
+    changes still staged (kind dns, state ``staged``: not rows yet, migration 0008)."""
     rows = await conn.fetch(
-        """SELECT kind, state, count(*) AS n,
-                  extract(epoch FROM now() - min(created_at)) AS oldest_seconds
-           FROM outbox GROUP BY kind, state ORDER BY kind, state"""
+        """(SELECT kind, state, count(*) AS n,
+                   extract(epoch FROM now() - min(created_at)) AS oldest_seconds
+            FROM outbox GROUP BY kind, state ORDER BY kind, state)
+           UNION ALL
+           SELECT 'dns', 'staged', sum(cardinality(event_ids)),
+                  extract(epoch FROM now() - min(created_at))
+           FROM dns_staged HAVING count(*) > 0"""
     )
     return [{"kind": r["kind"], "state": r["state"], "rows": r["n"],
              "oldest_seconds": round(float(r["oldest_seconds"] or 0), 3)} for r in rows]

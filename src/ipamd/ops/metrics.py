@@ -21,7 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ipamd.core.histogram import Histogram
+from ipamd.core.histogram import SECONDS_BUCKETS, Histogram
 from ipamd.ops import figures, nodes
 from ipamd.state import AppState
 
@@ -114,14 +114,23 @@ class _Scrape(Collector):
         yield from (received, sent, drops, transitions)
 
     def _outbox(self) -> Iterator[Metric]:
-        counters = self.state.counters.get("outbox") or {}
+        # This process's deliveries and its children's (DNS updates: see ipamd/child.py).
+        counters: dict[str, int] = dict(self.state.counters.get("outbox") or {})
+        latency: dict[str, Histogram] = dict(self.state.counters.get("outbox_latency") or {})
+        for report in self.state.children.values():
+            for name, n in (report.get("outbox") or {}).items():
+                if isinstance(n, int):
+                    counters[name] = counters.get(name, 0) + n
+            for kind, h in (report.get("outbox_latency") or {}).items():
+                child = _histogram_of(h)
+                if child is not None:
+                    latency[kind] = merged(latency[kind], child) if kind in latency else child
         done = CounterMetricFamily("ipamd_outbox_outcomes", "Delivery outcomes on this node",
                                    labels=["outcome"])
         for name in ("claimed", "delivered", "retrying", "failed", "stale"):
             done.add_metric([name], counters.get(name, 0))
         yield done
-        latency = self.state.counters.get("outbox_latency")
-        if isinstance(latency, dict):
+        if latency:
             yield _histogram("ipamd_outbox_delivery_duration_seconds",
                              "Delivery attempt latency", ["kind"],
                              [([k], h) for k, h in sorted(latency.items())])
@@ -156,3 +165,21 @@ def render(state: AppState, db: dict[str, Any], api: ApiLatency) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Scrape(state, db, api))
     return generate_latest(registry)
+
+
+def _histogram_of(data: object) -> Histogram | None:
+    """A child's reported histogram (counts, total, count), or None when malformed."""
+    if not isinstance(data, dict):
+        return None
+    counts, total, count = data.get("counts"), data.get("total"), data.get("count")
+    if (not isinstance(counts, list) or len(counts) != len(SECONDS_BUCKETS) + 1
+            or not all(isinstance(n, int) for n in counts)
+            or not isinstance(total, (int, float)) or not isinstance(count, int)):
+        return None
+    return Histogram(counts=list(counts), total=float(total), count=count)
+
+
+def merged(a: Histogram, b: Histogram) -> Histogram:
+    return Histogram(buckets=a.buckets, counts=[x + y for x, y in zip(a.counts, b.counts,
+                                                                       strict=True)],
+                     total=a.total + b.total, count=a.count + b.count)

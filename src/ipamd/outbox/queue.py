@@ -199,6 +199,7 @@ async def purge(conn: asyncpg.Connection, retention_days: int, batch: int = 5000
                SELECT e.id FROM events e
                WHERE e.created_at < now() - make_interval(days => $1)
                  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.id)
+                 AND NOT EXISTS (SELECT 1 FROM dns_staged d WHERE e.id = ANY (d.event_ids))
                LIMIT $2)""",
     ):
         while True:

@@ -20,7 +20,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import asyncpg
 import trio
@@ -33,6 +33,7 @@ from ipamd.outbox import client as http_client
 from ipamd.outbox.alert_delivery import AlertDeliverer
 from ipamd.outbox.attempt import Attempt
 from ipamd.outbox.backoff import Backoff
+from ipamd.outbox.gate import Gate
 from ipamd.outbox.queue import Job, Outcome
 from ipamd.outbox.urlguard import Resolver
 from ipamd.outbox.webhook_delivery import WebhookDeliverer
@@ -74,9 +75,19 @@ def prefetch_factor(config: OutboxConfig) -> int:
     return max(1, min(4, rounds))
 
 
+# Before a claim that finds too few rows: make more rows of staged changes (the asyncio-side
+# unit, in the claim's transaction) and say how many; the argument is how many staged
+# entries it may take. DNS stages its lease changes so (dns/delivery.py).
+Stage = Callable[[asyncpg.Connection, int], Awaitable[int]]
+STAGE_MAX = 20  # staged entries (each a DHCP commit batch of changes) per claim when idle
+
+
 class Scheduler:
-    def __init__(self, state: AppState, handlers: dict[str, Handler]) -> None:
+    def __init__(self, state: AppState, handlers: dict[str, Handler],
+                 gate: Gate | None = None, stage: Stage | None = None) -> None:
         self.state = state
+        self.gate = gate
+        self.stage = stage
         self.config = state.config.outbox
         self.handlers = handlers
         self.kinds = sorted(handlers)
@@ -113,8 +124,11 @@ class Scheduler:
                 notifications = await self.state.db.listen(queue.CHANNEL)
                 try:
                     self.kick()
-                    async for _payload in notifications:
-                        self.kick()
+                    async for payload in notifications:
+                        # The payload is the new rows' kind: rows another process
+                        # delivers (dns, in its child) are no reason to claim here.
+                        if payload in self.kinds or payload not in queue.KINDS:
+                            self.kick()
                 finally:
                     with trio.CancelScope(shield=True), trio.move_on_after(
                             SHUTDOWN_GRACE_SECONDS):
@@ -143,12 +157,11 @@ class Scheduler:
         while True:
             while self.free < want:
                 await self._freed.wait()
-            taken = min(self.free, CLAIM_BATCH_MAX)
+            allowed = None if self.gate is None else await self.gate.allowance()
+            taken = min(self.free, CLAIM_BATCH_MAX, allowed or CLAIM_BATCH_MAX)
             self.free -= taken
             try:
-                jobs = await self.state.db.transaction(
-                    queue.claim, self.kinds, taken, self.config.claim_timeout_seconds, self.node
-                )
+                jobs = await self.state.db.transaction(self._claim, taken, allowed is not None)
             except BaseException:
                 self.free += taken
                 raise
@@ -161,6 +174,15 @@ class Scheduler:
                 return
             # More is waiting: let half the capacity free up, then claim it in one go.
             want = max(1, self.capacity // 2)
+
+    async def _claim(self, conn: asyncpg.Connection, limit: int, busy: bool) -> list[Job]:
+        """(asyncio side, one transaction) Claim; when too few rows are due, stage more."""
+        timeout = self.config.claim_timeout_seconds
+        jobs = await queue.claim(conn, self.kinds, limit, timeout, self.node)
+        if len(jobs) < limit and self.stage is not None and await self.stage(
+                conn, 1 if busy else STAGE_MAX):
+            jobs += await queue.claim(conn, self.kinds, limit - len(jobs), timeout, self.node)
+        return jobs
 
     def _release_slot(self) -> None:
         self.free += 1
@@ -290,7 +312,13 @@ def build_handlers(
 async def run(
     state: AppState, *, task_status: trio.TaskStatus[None],
     extra_handlers: ExtraHandlers | None = None,
+    kinds: Collection[str] | None = None,
+    purge: bool = True,
+    gate: Gate | None = None,
+    stage: Stage | None = None,
 ) -> None:
+    """The scheduler for the row ``kinds`` given (default: every kind with a handler); one
+    process per appliance runs with ``purge`` (retention covers every kind)."""
     config = state.config.outbox
     # One client for the scheduler's life: one SSLContext, one keep-alive pool, one
     # connection per worker at most.
@@ -299,18 +327,22 @@ async def run(
         connections=config.workers, timeout=config.request_timeout_seconds,
     )
     async with client:
-        scheduler = Scheduler(state, build_handlers(state, client, extra_handlers))
+        handlers = build_handlers(state, client, extra_handlers)
+        if kinds is not None:
+            handlers = {kind: handlers[kind] for kind in kinds}
+        scheduler = Scheduler(state, handlers, gate, stage)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(scheduler.listen)
                 nursery.start_soon(scheduler.recorder)
                 for _ in range(config.workers):
                     nursery.start_soon(scheduler.worker)
-                nursery.start_soon(scheduler.purger)
+                if purge:
+                    nursery.start_soon(scheduler.purger)
                 nursery.start_soon(scheduler.claimer)
                 scheduler.kick()  # rows that became due while no scheduler ran
-                log.info("outbox scheduler %s ready with %d workers", scheduler.node,
-                         config.workers)
+                log.info("outbox scheduler %s ready with %d workers for %s", scheduler.node,
+                         config.workers, ", ".join(scheduler.kinds))
                 task_status.started()
         finally:
             await scheduler.wind_down()

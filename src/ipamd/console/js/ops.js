@@ -51,7 +51,7 @@ export async function dashboard(view) {
     : h("p", { class: "muted" }, "No node runs the DHCP server.")));
   view.append(section("Outbox", d.outbox.length
     ? table("Outbox rows by kind and state", ["Kind", "State", "Rows", "Oldest (s)"], d.outbox.map((r) => [
-      r.kind, link(`#/work?state=${r.state}`, r.state), String(r.rows), String(Math.round(r.oldest_seconds))]))
+      r.kind, r.state === 'staged' ? r.state : link(`#/work?state=${r.state}`, r.state), String(r.rows), String(Math.round(r.oldest_seconds))]))
     : h("p", { class: "muted" }, "Nothing queued or delivered yet.")));
 }
 

@@ -1,0 +1,140 @@
+"""DNS updates are delivered by a child process of the appliance (ipamd/child.py): started at
+the first queued update, holding back while the DHCP server runs at its ceiling and catching
+up after, restarted when it dies, gone when the appliance stops, its counters in /metrics.
+
+Against a real BIND 9. The one stand-in: the DHCP server's "at its ceiling" figure is dialled
+by the test (a storm cannot be made to order here; bench/bench_dns.py makes real ones)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from ipamd import runtime
+from tests.integration.dhcp.harness import Relay
+from tests.integration.dns.ddns import WAIT, ZONE, appliance_config, ddns_subnet, dig, lease
+from tests.integration.ipam.helpers import created
+from tests.support.bind import KEY_NAME, Bind, need_bind
+
+SECRET_ENV = "IPAMD_TEST_TSIG_CHILD"
+
+
+@pytest.fixture
+def bind(tmp_path: Path) -> Iterator[Bind]:
+    need_bind()
+    server = Bind(tmp_path / "bind", [ZONE, "77.127.in-addr.arpa"])
+    server.start()
+    os.environ[SECRET_ENV] = server.secret
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
+    return appliance_config(relay_sock, dns_storm_updates_per_second=0)
+
+
+class Storm:
+    """Stands in for the committer's figure: saturated while ``on``, flat otherwise."""
+
+    def __init__(self) -> None:
+        self.on = True
+        self.total = 0.0
+        self.last = trio.current_time()
+
+    def saturated_seconds(self) -> float:
+        now = trio.current_time()
+        if self.on:
+            self.total += now - self.last
+        self.last = now
+        return self.total
+
+
+async def _setup(operator: httpx.AsyncClient, bind: Bind) -> None:
+    server = created(await operator.post("/dns-servers", json={
+        "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
+        "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
+    await ddns_subnet(operator, server["id"], "bind_tsig")
+
+
+async def _child_pid(appliance: runtime.Running, other_than: int | None = None) -> int:
+    with trio.fail_after(WAIT):
+        while True:
+            report = appliance.state.children.get(runtime.DNS_DELIVERY) or {}
+            if report.get("pid") not in (None, other_than):
+                return int(report["pid"])
+            await trio.sleep(0.1)
+
+
+async def _states(viewer: httpx.AsyncClient) -> list[str]:
+    rows = (await viewer.get("/outbox", params={"kind": "dns"})).json()["items"]
+    return [r["state"] for r in rows]
+
+
+async def test_updates_wait_out_a_storm_then_follow(appliance, relay_sock, operator, viewer,
+                                                    bind: Bind) -> None:
+    storm = Storm()
+    appliance.state.dhcp.saturated_seconds = storm.saturated_seconds  # type: ignore[union-attr]
+    await _setup(operator, bind)
+    relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay.run)
+        # The storm does not slow the leases; their DNS changes wait.
+        ips = [await lease(relay, n, f"storm-{n}") for n in range(3)]
+        pid = await _child_pid(appliance)
+        assert pid != os.getpid()
+        await trio.sleep(2.0)
+        assert "delivered" not in await _states(viewer)
+        assert bind.dig(f"storm-0.{ZONE}", "A") == []
+        # Over: every change is delivered.
+        storm.on = False
+        for n, ip in enumerate(ips):
+            await dig(bind, f"storm-{n}.{ZONE}", "A", [ip])
+        with trio.fail_after(WAIT):
+            while await _states(viewer) != ["delivered"] * 3:
+                await trio.sleep(0.1)
+        # The child's deliveries count in the node's metrics (its report comes every 5 s).
+        with trio.fail_after(WAIT):
+            while 'ipamd_outbox_delivery_duration_seconds_count{kind="dns"} 3.0' not in (
+                    await viewer.get("/metrics")).text:
+                await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_process_comes_back_after_it_dies_and_goes_with_the_appliance(
+        appliance, relay_sock, operator, bind: Bind) -> None:
+    await _setup(operator, bind)
+    relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay.run)
+        ip = await lease(relay, 10, "first")
+        await dig(bind, f"first.{ZONE}", "A", [ip])
+        first = await _child_pid(appliance)
+        os.kill(first, signal.SIGKILL)
+        # Killed: the next update starts another one, and it is delivered.
+        ip = await lease(relay, 11, "second")
+        second = await _child_pid(appliance, other_than=first)
+        await dig(bind, f"second.{ZONE}", "A", [ip])
+        nursery.cancel_scope.cancel()
+    appliance.stop.set()
+    with trio.fail_after(WAIT):
+        while _alive(second):
+            await trio.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
