@@ -9,6 +9,11 @@ import trio.testing
 from ipamd.outbox.gate import Gate
 
 
+async def _claim(gate: Gate, results: list[int | None]) -> None:
+    """A claimer asking the gate, as the scheduler does before each claim."""
+    results.append(await gate.allowance())
+
+
 async def test_idle_gate_never_waits() -> None:
     gate = Gate(trickle_per_second=10)
     with trio.fail_after(0.001):  # (virtual time: the autojump clock would jump, not wait)
@@ -29,12 +34,8 @@ async def test_busy_gate_without_trickle_waits_until_idle(autojump_clock: trio.t
     gate = Gate(trickle_per_second=0)
     gate.set_busy(True)
     results: list[int | None] = []
-
-    async def claim() -> None:
-        results.append(await gate.allowance())
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(claim)
+        nursery.start_soon(_claim, gate, results)
         await trio.sleep(3600)
         assert results == []  # an hour of storm: nothing
         gate.set_busy(False)
@@ -46,12 +47,8 @@ async def test_a_busy_flap_does_not_release_a_waiting_claim(autojump_clock: trio
     gate = Gate(trickle_per_second=1)
     gate.set_busy(True)
     results: list[int | None] = []
-
-    async def claim() -> None:
-        results.append(await gate.allowance())
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(claim)
+        nursery.start_soon(_claim, gate, results)
         await trio.sleep(0.5)
         gate.set_busy(True)  # told busy again: no change
         await trio.sleep(0.4)

@@ -4,7 +4,11 @@ row of a name, a record that answers at a server, and a DDNS subnet with its zon
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +17,7 @@ import trio
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section
 from tests.integration.ipam.helpers import created
+from tests.support.bind import Bind, need_bind
 from tests.unit.dhcp.packets import mac_bytes, request
 
 ZONE, REVERSE = "lan.example", "77.127.in-addr.arpa"
@@ -29,6 +34,19 @@ def appliance_config(relay_sock: socket.socket, **outbox: Any) -> dict[str, dict
     """DHCP behind the loopback relay; the outbox with short backoffs (``outbox`` overrides)."""
     return {"dhcp": dhcp_section(relay_sock.getsockname()[1]),
             "outbox": {**FAST_OUTBOX, **outbox}}
+
+
+@contextlib.contextmanager
+def bind_serving(tmp_path: Path, secret_env: str) -> Iterator[Bind]:
+    """A BIND 9 for the zones above, its TSIG secret where ``env:<secret_env>`` finds it."""
+    need_bind()
+    server = Bind(tmp_path / "bind", [ZONE, REVERSE])
+    server.start()
+    os.environ[secret_env] = server.secret
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 async def lease(relay: Relay, n: int, hostname: str) -> str:

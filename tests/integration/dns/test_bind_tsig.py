@@ -16,9 +16,9 @@ import trio
 
 from tests.integration.dhcp.harness import Relay
 from tests.integration.dns.ddns import (
-    REVERSE,
     ZONE,
     appliance_config,
+    bind_serving,
     ddns_subnet,
     dig,
     dns_row,
@@ -26,22 +26,16 @@ from tests.integration.dns.ddns import (
     release,
 )
 from tests.integration.ipam.helpers import created
-from tests.support.bind import KEY_NAME, Bind, need_bind
+from tests.support.bind import KEY_NAME, Bind
 
 SECRET_ENV, WRONG_ENV = "IPAMD_TEST_TSIG", "IPAMD_TEST_TSIG_WRONG"
 
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[Bind]:
-    need_bind()
-    server = Bind(tmp_path / "bind", [ZONE, REVERSE])
-    server.start()
-    os.environ[SECRET_ENV] = server.secret
     os.environ[WRONG_ENV] = "d3Jvbmcgc2VjcmV0IHdyb25nIHNlY3JldCB3cm9uZyE="
-    try:
+    with bind_serving(tmp_path, SECRET_ENV) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -20,23 +20,25 @@ import trio
 
 from ipamd import runtime
 from tests.integration.dhcp.harness import Relay
-from tests.integration.dns.ddns import WAIT, ZONE, appliance_config, ddns_subnet, dig, lease
+from tests.integration.dns.ddns import (
+    WAIT,
+    ZONE,
+    appliance_config,
+    bind_serving,
+    ddns_subnet,
+    dig,
+    lease,
+)
 from tests.integration.ipam.helpers import created
-from tests.support.bind import KEY_NAME, Bind, need_bind
+from tests.support.bind import KEY_NAME, Bind
 
 SECRET_ENV = "IPAMD_TEST_TSIG_CHILD"
 
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[Bind]:
-    need_bind()
-    server = Bind(tmp_path / "bind", [ZONE, "77.127.in-addr.arpa"])
-    server.start()
-    os.environ[SECRET_ENV] = server.secret
-    try:
+    with bind_serving(tmp_path, SECRET_ENV) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ only while it still says what the lease is — checked against a real BIND 9."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,9 @@ from ipamd.outbox.queue import Job
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import seed_subnet
+from tests.integration.dns.ddns import bind_serving
 from tests.integration.ipam.helpers import insert_lease
-from tests.support.bind import KEY_NAME, Bind, need_bind
+from tests.support.bind import KEY_NAME, Bind
 
 ZONE, REVERSE = "lan.example", "77.127.in-addr.arpa"
 SECRET_ENV = "IPAMD_TEST_TSIG_ORDER"
@@ -27,14 +27,8 @@ SECRET_ENV = "IPAMD_TEST_TSIG_ORDER"
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[Bind]:
-    need_bind()
-    server = Bind(tmp_path / "bind", [ZONE, REVERSE])
-    server.start()
-    os.environ[SECRET_ENV] = server.secret
-    try:
+    with bind_serving(tmp_path, SECRET_ENV) as server:
         yield server
-    finally:
-        server.stop()
 
 
 async def _seed(conn, port: int) -> tuple[uuid.UUID, uuid.UUID]:  # type: ignore[no-untyped-def]
