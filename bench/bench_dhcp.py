@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
+from dhcp_figures import CpuMeter, dora_latencies, percentile  # noqa: E402
 from tests.support import netns  # noqa: E402
 
 from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
@@ -58,7 +59,8 @@ LEASE_TIME = 3600
 PING_MAC = "02:77:00:00:00:01"
 API_PORT = 18080
 PG_USER = "bench"
-DEFAULT_RATES = (250, 500, 1000, 2000, 3000, 4000, 6000)
+DEFAULT_RATES = (200, 500, 1000, 2000, 3000, 4000, 6000)
+LATENCY_RATES = (200, 1000)  # the summary's latency comparison (issue 17)
 ALL_SERVERS = ("kea-pg", "kea-mem", "ipamd", "kea-pg-mt")
 DEFAULT_SERVERS = ("kea-pg", "kea-mem", "ipamd")
 TOOLS = ("ip", "perfdhcp", "kea-dhcp4", "kea-admin", "psql")
@@ -78,6 +80,11 @@ class Result:
     drops_ra: int = 0
     avg_ms: float | None = None   # Discover→Offer avg + Request→Ack avg (one DORA)
     max_ms: float | None = None   # worst Discover→Offer + worst Request→Ack
+    p50_ms: float | None = None   # Discover→Ack of each completed DORA (perfdhcp -x t)
+    p99_ms: float | None = None
+    cpu_us: float | None = None   # server CPU (process tree + its PostgreSQL backends) per Ack
+    cpu_db_us: float | None = None  # of which its PostgreSQL backends
+    overload: bool = False        # the run offered twice the server's measured ceiling
     load: float | None = None     # 1-minute load average when the run started
     # Datagrams the kernel dropped because a socket's receive buffer was full, during the
     # run: at the server (srv namespace) and at perfdhcp (rly namespace).
@@ -120,7 +127,8 @@ def parse_perfdhcp(text: str) -> dict[str, Any]:
     return out
 
 
-def to_result(server: str, rate: int, period: int, parsed: dict[str, Any]) -> Result:
+def to_result(server: str, rate: int, period: int, parsed: dict[str, Any],
+              text: str = "") -> Result:
     """perfdhcp's "Rate" divides by the period plus the drain time (-W): count Acks instead.
 
     Drops are every packet that got no answer (perfdhcp's timed-out drops and any still
@@ -137,7 +145,15 @@ def to_result(server: str, rate: int, period: int, parsed: dict[str, Any]) -> Re
         drops_ra=max(ra.get("sent", 0) - ra.get("received", 0), 0),
         avg_ms=round(sum(avg), 3) if len(avg) == 2 else None,
         max_ms=round(sum(top), 3) if len(top) == 2 else None,
+        **latency_percentiles(text),
     )
+
+
+def latency_percentiles(text: str) -> dict[str, float | None]:
+    latencies = dora_latencies(text)
+    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+    return {"p50_ms": None if p50 is None else round(p50, 3),
+            "p99_ms": None if p99 is None else round(p99, 3)}
 
 
 # --- the rig ---------------------------------------------------------------------------
@@ -319,11 +335,17 @@ def kea(rig: Rig, backend: str, threads: int, label: str) -> Any:
                              stdout=handle, stderr=subprocess.STDOUT)
     try:
         rig.wait_answering(proc, 30, log)
-        yield proc
+        yield proc, database
     finally:
         rig.lab.stop(proc)
         if database:
             rig.drop_database(database)
+
+
+def ipamd_env() -> dict[str, str]:
+    """This checkout's code first: the venv may hold an editable install of another one."""
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=str(ROOT / "src") + (os.pathsep + path if path else ""))
 
 
 def ipamd_config(rig: Rig, database: str) -> Path:
@@ -389,7 +411,7 @@ def ipamd(rig: Rig, template: str, label: str) -> Any:
     log = rig.out / f"{label}.log"
     with open(log, "w") as handle:
         proc = rig.lab.spawn(rig.srv, [sys.executable, "-m", "ipamd", "--config", str(config),
-                                       "run"], cwd=ROOT, stdout=handle,
+                                       "run"], cwd=ROOT, env=ipamd_env(), stdout=handle,
                              stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{API_PORT}/api/v1"
     try:
@@ -397,7 +419,7 @@ def ipamd(rig: Rig, template: str, label: str) -> Any:
             wait_api(base, proc, log)
             create_plan(base)
         rig.wait_answering(proc, 60, log)
-        yield proc
+        yield proc, database
     finally:
         rig.lab.stop(proc, timeout=10)
         rig.drop_database(database)
@@ -407,7 +429,8 @@ def ipamd_template(rig: Rig) -> str:
     name = rig.fresh_database("ipamd_template")
     config = ipamd_config(rig, name)
     done = subprocess.run([sys.executable, "-m", "ipamd", "--config", str(config), "migrate"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+                          cwd=ROOT, env=ipamd_env(), capture_output=True, text=True, timeout=120,
+                          check=False)
     if done.returncode != 0:
         raise BenchError(f"ipamd migrate: {done.stderr.strip()[-500:]}")
     return name
@@ -416,8 +439,8 @@ def ipamd_template(rig: Rig) -> str:
 # --- the sweep -------------------------------------------------------------------------
 
 def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
-            template: str | None) -> Result:
-    label = f"{server}-r{rate}"
+            template: str | None, overload: bool = False) -> Result:
+    label = f"{server}-r{rate}" + ("-overload" if overload else "")
     starter: Any
     if server == "ipamd":
         assert template is not None
@@ -425,18 +448,27 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     else:
         backend = "memfile" if server == "kea-mem" else "pgsql"
         starter = kea(rig, backend, 4 if server == "kea-pg-mt" else 1, label)
-    with starter:
+    with starter as (proc, database):
         load = load_average()
         before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
+        meter = CpuMeter(proc.pid, database, PG_USER)
+        meter.start()
+        # -x t: every completed exchange's timestamps, printed at the end (the percentiles)
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
-                            "-W", "1000000", timeout=args.period + 60)
+                            "-W", "1000000", "-x", "t", timeout=args.period + 60)
+        cpu = meter.seconds()
         after = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
     (rig.out / f"{label}.perfdhcp.txt").write_text(done.stdout + done.stderr)
     if done.returncode not in (0, 3):  # 3: some exchanges did not complete (drops)
         return Result(server, rate, load=load, note=f"perfdhcp failed ({done.returncode}): "
                       f"{(done.stderr or done.stdout).strip()[-200:]}")
-    result = to_result(server, rate, args.period, parse_perfdhcp(done.stdout))
+    result = to_result(server, rate, args.period, parse_perfdhcp(done.stdout), done.stdout)
     result.load = load
+    result.overload = overload
+    acks = round((result.dora_per_s or 0) * args.period)
+    if acks:
+        result.cpu_us = round(sum(cpu) / acks * 1e6, 1)
+        result.cpu_db_us = round(cpu[1] / acks * 1e6, 1) if database else None
     result.overflow_srv, result.overflow_rly = after[0] - before[0], after[1] - before[1]
     return result
 
@@ -450,13 +482,13 @@ def load_average() -> float | None:
 
 def best_clean(results: list[Result], server: str, max_drop_pct: float = 0.0) -> Result | None:
     """The highest achieved rate whose drops stay within ``max_drop_pct`` (default: none)."""
-    clean = [r for r in results if r.server == server and r.dora_per_s
+    clean = [r for r in results if r.server == server and r.dora_per_s and not r.overload
              and (r.drops == 0 if max_drop_pct == 0 else r.drop_pct <= max_drop_pct)]
     return max(clean, key=lambda r: r.dora_per_s or 0, default=None)
 
 
 def peak(results: list[Result], server: str) -> Result | None:
-    mine = [r for r in results if r.server == server and r.dora_per_s]
+    mine = [r for r in results if r.server == server and r.dora_per_s and not r.overload]
     return max(mine, key=lambda r: r.dora_per_s or 0, default=None)
 
 
@@ -468,30 +500,76 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def ceiling(results: list[Result], server: str) -> Result | None:
+    """The server's ceiling in the sweep: its highest achieved rate with at most 1% drops."""
+    return best_clean(results, server, 1.0)
+
+
+def row(r: Result, at: dict[str, Result]) -> str:
+    pg, mem = at.get("kea-pg"), at.get("kea-mem")
+    vs_pg = "" if r.server == "kea-pg" else ratio(r.dora_per_s, pg.dora_per_s if pg else None)
+    vs_mem = "" if r.server == "kea-mem" else ratio(r.dora_per_s, mem.dora_per_s if mem else None)
+    return (f"{r.rate:>6}  {r.server:<10} {fmt(r.dora_per_s, 1):>9} {r.drops:>7} "
+            f"{r.drop_pct:>5.1f}% {fmt(r.avg_ms, 2):>8} {fmt(r.p50_ms, 2):>8} "
+            f"{fmt(r.p99_ms, 1):>8} {fmt(r.max_ms, 1):>8} {fmt(r.cpu_us, 0):>8} "
+            f"{fmt(r.cpu_db_us, 0):>7}  {vs_pg:>9} "
+            f"{vs_mem:>10} {fmt(r.load, 1):>5} {f'{r.overflow_srv}/{r.overflow_rly}':>12}  "
+            f"{r.note}")
+
+
+def latency_summary(results: list[Result], servers: list[str]) -> list[str]:
+    """p50/p99 DORA latency and CPU per DORA at the latency rates, and ipamd's ratios."""
+    rows = []
+    for rate in LATENCY_RATES:
+        at = {r.server: r for r in results if r.rate == rate and not r.overload}
+        if not at:
+            continue
+        cells = [f"{s} p50 {fmt(at[s].p50_ms, 2)} p99 {fmt(at[s].p99_ms, 1)} ms, "
+                 f"{fmt(at[s].cpu_us, 0)} us CPU" for s in servers if s in at]
+        rows.append(f"  at {rate}/s: " + "; ".join(cells))
+        mine = at.get("ipamd")
+        for peer in ("kea-pg", "kea-mem", "kea-pg-mt"):
+            theirs = at.get(peer)
+            if mine is None or theirs is None:
+                continue
+            rows.append(f"    ipamd / {peer}: p50 {ratio(mine.p50_ms, theirs.p50_ms)}, "
+                        f"p99 {ratio(mine.p99_ms, theirs.p99_ms)}, "
+                        f"CPU per DORA {ratio(mine.cpu_us, theirs.cpu_us)}")
+    return rows
+
+
+def overload_summary(results: list[Result], servers: list[str]) -> list[str]:
+    rows = []
+    for server in servers:
+        top = ceiling(results, server)
+        over = next((r for r in results if r.server == server and r.overload), None)
+        if top is None or over is None:
+            continue
+        share = 100 * (over.dora_per_s or 0) / (top.dora_per_s or 1)
+        rows.append(f"  {server:<10} ceiling {fmt(top.dora_per_s, 1)} DORA/s; offered "
+                    f"{over.rate}/s: achieved {fmt(over.dora_per_s, 1)} ({share:.0f}% of the "
+                    f"ceiling), p50 {fmt(over.p50_ms, 1)} ms, drops {over.drop_pct:.1f}%")
+    return rows
+
+
 def table(results: list[Result], servers: list[str]) -> str:
     rows = [f"{'rate':>6}  {'server':<10} {'DORA/s':>9} {'drops':>7} {'drop%':>6} "
-            f"{'avg ms':>8} {'max ms':>8}  {'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} "
-            f"{'ovfl srv/rly':>12}  note"]
-    for rate in sorted({r.rate for r in results}):
-        at = {r.server: r for r in results if r.rate == rate}
-        for server in servers:
-            r = at.get(server)
-            if r is None:
-                continue
-            pg = at.get("kea-pg")
-            mem = at.get("kea-mem")
-            vs_pg = "" if server == "kea-pg" else ratio(r.dora_per_s, pg.dora_per_s if pg else None)
-            vs_mem = "" if server == "kea-mem" else ratio(r.dora_per_s,
-                                                          mem.dora_per_s if mem else None)
-            overflows = f"{r.overflow_srv}/{r.overflow_rly}"
-            rows.append(
-                f"{rate:>6}  {server:<10} {fmt(r.dora_per_s, 1):>9} {r.drops:>7} "
-                f"{r.drop_pct:>5.1f}% {fmt(r.avg_ms, 2):>8} {fmt(r.max_ms, 1):>8}  "
-                f"{vs_pg:>9} {vs_mem:>10} {fmt(r.load, 1):>5} {overflows:>12}  {r.note}"
-            )
+            f"{'avg ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU us':>8} {'of db':>7}  "
+            f"{'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} {'ovfl srv/rly':>12}  note"]
+    sweep = [r for r in results if not r.overload]
+    for rate in sorted({r.rate for r in sweep}):
+        at = {r.server: r for r in sweep if r.rate == rate}
+        rows += [row(at[server], at) for server in servers if server in at]
+        rows.append("")
+    overloads = [r for r in results if r.overload]
+    if overloads:
+        rows.append("twice the ceiling (the highest rate with at most 1% drops above):")
+        rows += [row(r, {}) for r in overloads]
         rows.append("")
     rows.append("load: 1-minute load average at the start of the run (2 cores); ovfl srv/rly: "
-                "datagrams dropped by a full socket buffer at the server / at perfdhcp")
+                "datagrams dropped by a full socket buffer at the server / at perfdhcp; "
+                "p50/p99: Discover->Ack of completed DORAs; CPU us: per Ack, the server's "
+                "processes and its PostgreSQL backends (of db: the backends)")
     rows.append("summary: highest achieved DORA/s with zero drops, with at most 1% drops, "
                 "and the peak (offered rate in brackets)")
     for server in servers:
@@ -517,7 +595,23 @@ def table(results: list[Result], servers: list[str]) -> str:
                              theirs.dora_per_s if theirs else None)
                 parts.append(f"{label} {both}")
             rows.append(f"  ipamd / {peer}: " + ", ".join(parts))
+    latency = latency_summary(results, servers)
+    if latency:
+        rows.append("DORA latency and CPU per DORA at light load:")
+        rows += latency
+    overload = overload_summary(results, servers)
+    if overload:
+        rows.append("at twice the ceiling (no collapse: achieved near the ceiling):")
+        rows += overload
     return "\n".join(rows)
+
+
+def report(result: Result, what: str = "") -> None:
+    where = f"{result.server} r={result.rate}"
+    print(f"  {where:<20} DORA/s {fmt(result.dora_per_s, 1):>9}"
+          f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
+          f"  p50 {fmt(result.p50_ms, 2)} ms  CPU {fmt(result.cpu_us, 0)} us/DORA"
+          f"  load {fmt(result.load, 1)}  {what} {result.note}", flush=True)
 
 
 def preflight() -> None:
@@ -542,6 +636,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(both servers alike; default: durable)")
     parser.add_argument("--kea-log", default="WARN", choices=["WARN", "INFO", "DEBUG"],
                         help="Kea's log severity (its logs land in the results folder)")
+    parser.add_argument("--overload", action=argparse.BooleanOptionalAction, default=True,
+                        help="after each server's sweep, one more run at twice its ceiling "
+                             "(its highest achieved rate with at most 1%% drops)")
     parser.add_argument("--servers", default=",".join(DEFAULT_SERVERS),
                         help=f"comma-separated, from {', '.join(ALL_SERVERS)}")
     parser.add_argument("--ipamd-dhcp", action="append", default=[], metavar="KEY=VALUE",
@@ -600,12 +697,19 @@ def main(argv: list[str] | None = None) -> int:
                     except BenchError as error:
                         result = Result(server, rate, note=str(error)[:300])
                     results.append(result)
-                    print(f"  {server:<10} r={rate:<6} DORA/s {fmt(result.dora_per_s, 1):>9}"
-                          f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
-                          f"  load {fmt(result.load, 1)}  {result.note}", flush=True)
+                    report(result)
                     if result.dora_per_s is None and "no DHCP answer" in result.note:
                         print(f"  {server}: not answering; skipping its other rates", flush=True)
                         break
+                top = ceiling(results, server) if args.overload else None
+                if top is not None and top.dora_per_s:
+                    rate = min(round(2 * top.dora_per_s), 50_000)
+                    try:
+                        result = measure(rig, server, rate, args, template, overload=True)
+                    except BenchError as error:
+                        result = Result(server, rate, overload=True, note=str(error)[:300])
+                    results.append(result)
+                    report(result, "2x ceiling")
     finally:
         if pg_proc is not None:
             pg_proc.terminate()

@@ -1,0 +1,154 @@
+"""Figures of the DHCP bench that perfdhcp does not print: DORA latency percentiles (from its
+per-exchange timestamps, ``-x t``) and the CPU a server spent (from /proc).
+
+Pure functions over perfdhcp's text and /proc, so the bench and its unit test share them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import re
+from pathlib import Path
+
+_STAMPS = re.compile(r"\*\*\*Timestamps for packets: (\S+)\*\*\*\n((?:sent / received: .*\n?)*)")
+_PAIR = re.compile(r"sent / received: ([\d.]+) / ([\d.]+)")
+
+
+def exchange_stamps(text: str) -> dict[str, list[tuple[float, float]]]:
+    """perfdhcp ``-x t``: (sent, received) in seconds for every completed exchange, by kind
+    (``DISCOVER-OFFER``, ``REQUEST-ACK``)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for kind, body in _STAMPS.findall(text):
+        out[kind] = [(float(s), float(r)) for s, r in _PAIR.findall(body)]
+    return out
+
+
+def dora_latencies(text: str) -> list[float]:
+    """Discover→Ack latency (ms) of every completed DORA.
+
+    perfdhcp does not say which Offer a Request answers, but it sends the Request as it reads
+    the Offer (same loop, tens of µs later; ``-g single``), so each Request belongs to the
+    latest Offer read at or before it was sent that no earlier Request took. Offers whose
+    Request got no Ack take none, so they drop out.
+    """
+    stamps = exchange_stamps(text)
+    offers = sorted(stamps.get("DISCOVER-OFFER", []), key=lambda p: p[1])
+    requests = sorted(stamps.get("REQUEST-ACK", []))
+    received = [r for _, r in offers]
+    taken = [False] * len(offers)
+    out = []
+    for sent, acked in requests:
+        i = bisect.bisect_right(received, sent) - 1
+        while i >= 0 and taken[i]:
+            i -= 1
+        if i < 0:
+            continue
+        taken[i] = True
+        out.append((acked - offers[i][0]) * 1000)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q`` quantile (0..1) by the nearest rank; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), math.ceil(q * len(ordered))))
+    return ordered[rank - 1]
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()  # the name may hold spaces and parentheses
+
+
+def process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of one process, its reaped children included."""
+    fields = _stat(pid)
+    if fields is None:
+        return None
+    # After the name: state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based.
+    return sum(int(fields[k]) for k in (11, 12, 13, 14)) / _TICK
+
+
+def _all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid`` and every live process below it."""
+    parents: dict[int, int] = {}
+    for other in _all_pids():
+        fields = _stat(other)
+        if fields is not None:
+            parents[other] = int(fields[1])
+    found = {pid}
+    grew = True
+    while grew:
+        grew = False
+        for child, parent in parents.items():
+            if parent in found and child not in found:
+                found.add(child)
+                grew = True
+    return found
+
+
+def backends_of(database: str, user: str) -> set[int]:
+    """PostgreSQL backends serving ``database`` (their title: ``postgres: USER DB ...``)."""
+    prefix = f"postgres: {user} {database} ".encode()
+    found = set()
+    for pid in _all_pids():
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(prefix):
+                found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
+class CpuMeter:
+    """CPU seconds spent by a server between ``start()`` and ``stop()``: its process tree and,
+    for a PostgreSQL-backed one, the backends of its database (not the cluster's shared
+    processes: WAL writer, checkpointer, background writer). A process that exits meanwhile
+    is counted up to the last sample."""
+
+    def __init__(self, pid: int, database: str | None, user: str) -> None:
+        self.pid = pid
+        self.database = database
+        self.user = user
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+
+    def _pids(self) -> set[int]:
+        pids = descendants(self.pid)
+        if self.database:
+            pids |= backends_of(self.database, self.user)
+        return pids
+
+    def start(self) -> None:
+        self._first = {pid: cpu for pid in self._pids()
+                       if (cpu := process_cpu(pid)) is not None}
+        self._last = dict(self._first)
+
+    def sample(self) -> None:
+        for pid in self._pids():
+            cpu = process_cpu(pid)
+            if cpu is not None:
+                self._last[pid] = cpu
+
+    def seconds(self) -> tuple[float, float]:
+        """CPU seconds since ``start()`` (a process started since then counts from zero):
+        (the server's process tree, its database backends)."""
+        self.sample()
+        backends = backends_of(self.database, self.user) if self.database else set()
+        spent = {pid: self._last[pid] - self._first.get(pid, 0.0) for pid in self._last}
+        server = sum(v for pid, v in spent.items() if pid not in backends)
+        return server, sum(v for pid, v in spent.items() if pid in backends)

@@ -1,0 +1,77 @@
+"""The DHCP bench's own figures (bench/dhcp_figures.py): DORA latencies paired from
+perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from dhcp_figures import (
+    CpuMeter,
+    dora_latencies,
+    exchange_stamps,
+    percentile,
+    process_cpu,
+)
+
+# Shaped like perfdhcp -x t: two DORAs in order, then a burst of two Offers read together
+# whose Requests were sent in the order read; the third Offer's Request got no Ack.
+TEXT = """***Statistics for: REQUEST-ACK***
+sent packets: 4
+***Timestamps for packets: DISCOVER-OFFER***
+sent / received: 000000.000100 / 000000.000500
+sent / received: 000000.100000 / 000000.102000
+sent / received: 000000.200000 / 000000.210000
+sent / received: 000000.201000 / 000000.210100
+sent / received: 000000.300000 / 000000.300400
+***Timestamps for packets: REQUEST-ACK***
+sent / received: 000000.000540 / 000000.001000
+sent / received: 000000.102050 / 000000.104000
+sent / received: 000000.210050 / 000000.211000
+sent / received: 000000.210150 / 000000.213000
+"""
+
+
+def test_stamps_are_read_per_kind() -> None:
+    stamps = exchange_stamps(TEXT)
+    assert len(stamps["DISCOVER-OFFER"]) == 5
+    assert stamps["REQUEST-ACK"][0] == (0.00054, 0.001)
+
+
+def test_each_request_pairs_with_the_offer_read_just_before_it() -> None:
+    latencies = dora_latencies(TEXT)
+    assert latencies == pytest.approx([0.9, 4.0, 11.0, 12.0])
+
+
+def test_an_offer_whose_request_got_no_ack_is_left_out() -> None:
+    # The Offer read at 0.3004 has no Request in the list: four DORAs, not five.
+    assert len(dora_latencies(TEXT)) == 4
+
+
+def test_no_timestamps_no_latencies() -> None:
+    assert dora_latencies("***Statistics for: DISCOVER-OFFER***\nsent packets: 0\n") == []
+    assert percentile([], 0.5) is None
+
+
+def test_percentile_is_the_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 0.5) == 50.0
+    assert percentile(values, 0.99) == 99.0
+    assert percentile([7.0], 0.99) == 7.0
+
+
+def test_cpu_of_this_process_grows_with_work() -> None:
+    meter = CpuMeter(os.getpid(), None, "nobody")
+    meter.start()
+    before = process_cpu(os.getpid())
+    total = 0
+    while process_cpu(os.getpid()) == before:  # spin until the clock ticks once
+        total += sum(range(1000))
+    server, database = meter.seconds()
+    assert server > 0
+    assert database == 0
