@@ -21,6 +21,7 @@ from quart import Response, request
 
 from ipamd.api import idempotency, untrusted
 from ipamd.api.errors import UNSTORABLE, ApiError, bad_request, from_validation
+from ipamd.api.token_cache import TokenCache
 from ipamd.core import jsonutil
 from ipamd.state import AppState
 
@@ -93,6 +94,7 @@ class RequestContext:
     caller: Caller
     route: RouteSpec
     request_id: str
+    token_cache: TokenCache
     body: Any = None
     query: Any = None
     raw_body: Any = None
