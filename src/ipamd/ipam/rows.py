@@ -64,3 +64,13 @@ def plural(count: int, noun: str) -> str:
 def inside_message(counts: Mapping[str, int]) -> str:
     """'2 pools, 1 reservation' for the non-zero counts."""
     return ", ".join(plural(n, noun) for noun, n in counts.items() if n)
+
+
+def rfc3339(column: str) -> str:
+    """SQL giving ``column`` (timestamptz) as core.jsonutil.timestamp writes it: UTC with a
+    Z, microseconds when not zero. For pages rendered as text in the query (no per-value
+    decoding and re-encoding in Python)."""
+    utc = f"({column} AT TIME ZONE 'UTC')"
+    return (f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN "
+            f"extract(microseconds FROM {utc})::int % 1000000 = 0 THEN '' "
+            f"ELSE to_char({utc}, '.US') END || 'Z'")
