@@ -97,7 +97,10 @@ async def _drain_body(response: Response) -> None:
     hypercorn's HTTP/1.1 keep-alive connection wedges when the response ends before the
     request body has arrived; reading it (bounded by MAX_CONTENT_LENGTH) keeps the
     connection usable. A body too large or too slow closes the connection instead.
+    A request that declares no body (most GETs) has nothing left to read.
     """
+    if not request.content_length and "Transfer-Encoding" not in request.headers:
+        return
     with trio.move_on_after(2) as waited:
         try:
             await request.body

@@ -6,6 +6,7 @@ box itself). After that every request carries ``Authorization: Bearer service_li
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 
@@ -20,6 +21,7 @@ from ipamd.state import AppState
 UNAUTHENTICATED = 'Bearer realm="ipamd"'
 
 
+@functools.lru_cache(maxsize=4096)  # asked twice a request; a client keeps its address
 def is_loopback(remote: str) -> bool:
     try:
         address = ipaddress.ip_address(remote.split("%")[0])

@@ -255,6 +255,11 @@ def render(value: Any, status: int, headers: dict[str, str] | None = None) -> Re
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     text = "" if value is None and status == 204 else jsonutil.dumps(value)
+    return json_response(text, status, headers)
+
+
+def json_response(text: str, status: int, headers: dict[str, str] | None = None) -> Response:
+    """A reply whose JSON is already text."""
     response = Response(text, status=status, content_type="application/json")
     for name, item in (headers or {}).items():
         response.headers[name] = item

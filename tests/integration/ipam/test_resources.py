@@ -217,7 +217,8 @@ async def test_prefix_list_items_are_what_get_shows(operator, viewer, db):
     # exactly the GET of that prefix, for both families, an IPv4-mapped IPv6 prefix and a
     # time with no fraction of a second included.
     cidrs = ["10.61.0.0/16", "2001:db8:61::/48", "::ffff:10.62.0.0/112", "192.0.2.128/25"]
-    made = [created(await operator.post("/prefixes", json={"cidr": c, "description": "é"}))
+    text = 'q"\\ é 😀 \u2028 </script> \u00ff'  # escapes: the JSON is written by Postgres
+    made = [created(await operator.post("/prefixes", json={"cidr": c, "description": text}))
             for c in cidrs]
     await db.run(_whole_second, made[0]["id"])
     listed = await _walk(viewer, "/prefixes", 3)
