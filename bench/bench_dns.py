@@ -40,13 +40,10 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,19 +55,23 @@ import dns.message  # noqa: E402
 import dns.query  # noqa: E402
 import dns.rcode  # noqa: E402
 import dns.zone  # noqa: E402
-import httpx  # noqa: E402
-import trio_asyncio  # noqa: E402
-from tests.integration.dhcp import harness  # noqa: E402
+from bench.appliance import (  # noqa: E402
+    DHCP_NET,
+    RELAY_IP,
+    Appliance,
+    BenchError,
+    Pg,
+    dora_load,
+    relay_socket,
+    running,
+    wait_dhcp,
+)
 from tests.support import postgres  # noqa: E402
 from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port  # noqa: E402
 from tests.support.pdns import PDNS, SCHEMA, PowerDns  # noqa: E402
-from tests.unit.dhcp.packets import mac_bytes, request  # noqa: E402
 
 from ipamd.config import parse as parse_config  # noqa: E402
 from ipamd.core.lease_events import event_ctes  # noqa: E402
-from ipamd.db.bridge import run_once  # noqa: E402
-from ipamd.dhcp import options as o  # noqa: E402
-from ipamd.dhcp.codec import MalformedPacket, parse  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DNSPERF = shutil.which("dnsperf") or "/usr/bin/dnsperf"
@@ -81,145 +82,9 @@ LEASE_NET = "10.77.0.0/16"
 NS_NAME = f"ns1.{ZONE}"
 # ddns / dhcp: the relay's subnet (all of 127/8 is loopback)
 DDNS_ZONE, DDNS_REVERSE = "ddns.example", "77.127.in-addr.arpa"
-RELAY_IP, DHCP_NET = harness.RELAY_IP, "127.77.0.0/16"
 POOL = ("127.77.100.1", "127.77.199.254")
 TSIG_ENV, PDNS_ENV = "IPAMD_BENCH_TSIG", "IPAMD_BENCH_PDNS_KEY"
 TOOLS = {"dnsperf": DNSPERF, "named": NAMED, "dig": DIG, "pdns_server": PDNS}
-
-
-class BenchError(RuntimeError):
-    pass
-
-
-# --- the appliance as a process -------------------------------------------------------------
-
-def _toml(sections: dict[str, dict[str, Any]], top: dict[str, Any]) -> str:
-    """Enough TOML for the config: strings, numbers, booleans and lists of them (JSON forms)."""
-    lines = [f"{k} = {json.dumps(v)}" for k, v in top.items()]
-    for name, values in sections.items():
-        lines.append(f"\n[{name}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in values.items()]
-    return "\n".join(lines) + "\n"
-
-
-@dataclass
-class Appliance:
-    """`python -m ipamd run` on its own database, its API on a loopback port (no token: the
-    loopback face is open until the first token exists)."""
-
-    work: Path
-    dsn: str
-    label: str
-    sections: dict[str, dict[str, Any]]
-    env: dict[str, str]
-    proc: subprocess.Popen[bytes] | None = None
-
-    def __post_init__(self) -> None:
-        self.api_port = free_port()
-        self.base = f"http://127.0.0.1:{self.api_port}/api/v1"
-        self.log = self.work / f"{self.label}.ipamd.log"
-
-    def start(self) -> None:
-        sections = {
-            "database": {"dsn": self.dsn, "pool_min": 2, "pool_max": 8},
-            "api": {"public_enabled": False, "loopback_listen": f"127.0.0.1:{self.api_port}"},
-            "dhcp": {"enabled": False}, "outbox": {"enabled": False},
-            "logging": {"level": "WARNING", "access_log": False},
-        }
-        for name, values in self.sections.items():
-            sections.setdefault(name, {}).update(values)
-        config = self.work / f"{self.label}.toml"
-        config.write_text(_toml(sections, {"state_dir": str(self.work / f"{self.label}-state")}))
-        env = {**os.environ, **self.env, "PYTHONPATH": str(ROOT / "src")}
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ipamd", "--config", str(config), "run"], cwd=ROOT,
-                env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"ipamd exited ({self.proc.returncode}): {_tail(self.log)}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.base + "/health", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise BenchError(f"ipamd's API did not come up: {_tail(self.log)}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        reply = httpx.post(self.base + path, json=body, timeout=30)
-        if reply.status_code != 201:
-            raise BenchError(f"POST {path}: {reply.status_code} {reply.text[:300]}")
-        return reply.json()
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the appliance process and its children (the DNS delivery
-        process) so far."""
-        if self.proc is None:
-            return 0.0
-        return sum(_cpu_of(pid) for pid in [self.proc.pid, *_children(self.proc.pid)])
-
-
-def _cpu_of(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0  # gone meanwhile
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-@contextlib.contextmanager
-def running(appliance: Appliance) -> Iterator[Appliance]:
-    try:
-        appliance.start()
-        yield appliance
-    finally:
-        appliance.stop()
-
-
-def _tail(path: Path, lines: int = 6) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-@dataclass
-class Pg:
-    server: postgres.PgServer
-    counter: int = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        name = f"bench_dns_{prefix}_{self.counter}"
-
-        async def make(conn: Any) -> None:
-            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {postgres.TEMPLATE}")
-
-        trio_asyncio.run(run_once, self.server.dsn("postgres"), make)
-        return self.server.dsn(name)
-
-    @staticmethod
-    def run(dsn: str, fn: Any, *args: Any) -> Any:
-        return trio_asyncio.run(run_once, dsn, fn, *args)
 
 
 # --- serve: the zone data -----------------------------------------------------------------
@@ -493,91 +358,6 @@ def ddns_subnet(app: Appliance, server_id: str | None, adapter: str) -> str:
     app.post(f"/subnets/{subnet['id']}/pools", {"name": "bench", "start_ip": POOL[0],
                                                 "end_ip": POOL[1]})
     return subnet["id"]
-
-
-# --- dhcp: DORA over a loopback relay -------------------------------------------------------
-
-def relay_socket() -> socket.socket:
-    """The tests' relay socket (127.77.0.1, a big receive buffer), blocking with a short
-    timeout for the load loop below."""
-    sock = harness.relay_socket(RELAY_IP)
-    sock.settimeout(0.05)
-    return sock
-
-
-def dora_load(sock: socket.socket, server: tuple[str, int], clients: int, first: int,
-              window: int, hostnames: bool, seconds: float = 120) -> dict[str, Any]:
-    """`clients` DORAs, `window` in flight, as a relay (giaddr 127.77.0.1); an exchange with
-    no reply in 2 s starts again (at most 3 times). DORA/s = Acks ÷ (last Ack - first send)."""
-    todo = list(range(first, first + clients))
-    todo.reverse()
-    pending: dict[int, list[Any]] = {}  # xid → [client, phase, sent_at, tries]
-    acks = naks = abandoned = 0
-    xid = first * 16
-    began = time.monotonic()
-    last_ack = began
-    deadline = began + seconds
-
-    def extra(client: int) -> dict[int, bytes]:
-        return {o.HOSTNAME: f"dora-{client}".encode()} if hostnames else {}
-
-    def discover(client: int, tries: int) -> None:
-        nonlocal xid
-        xid += 1
-        pending[xid] = [client, "discover", time.monotonic(), tries]
-        sock.sendto(request(o.DISCOVER, mac_bytes(client), xid=xid, giaddr=RELAY_IP,
-                            extra=extra(client)).to_bytes(), server)
-
-    while (todo or pending) and time.monotonic() < deadline:
-        while todo and len(pending) < window:
-            discover(todo.pop(), 1)
-        try:
-            data = sock.recv(4096)
-        except TimeoutError:
-            data = b""
-        now = time.monotonic()
-        if data:
-            try:
-                reply = parse(data)
-            except MalformedPacket:
-                continue
-            entry = pending.get(reply.xid)
-            if entry is not None:
-                client = entry[0]
-                if entry[1] == "discover" and reply.message_type == o.OFFER:
-                    entry[1], entry[2] = "request", now
-                    sock.sendto(request(
-                        o.REQUEST, mac_bytes(client), xid=reply.xid, giaddr=RELAY_IP,
-                        server_id="127.0.0.1", requested=o.ip_to_str(reply.yiaddr),
-                        extra=extra(client)).to_bytes(), server)
-                elif entry[1] == "request" and reply.message_type in (o.ACK, o.NAK):
-                    del pending[reply.xid]
-                    if reply.message_type == o.ACK:
-                        acks += 1
-                        last_ack = now
-                    else:
-                        naks += 1
-        for key, entry in list(pending.items()):
-            if now - entry[2] > 2.0:
-                del pending[key]
-                if entry[3] < 3:
-                    discover(entry[0], entry[3] + 1)
-                else:
-                    abandoned += 1
-    seconds_used = last_ack - began
-    return {"clients": clients, "acks": acks, "naks": naks, "abandoned": abandoned,
-            "unfinished": len(todo) + len(pending), "seconds": round(seconds_used, 3),
-            "dora_per_s": round(acks / seconds_used, 1) if acks and seconds_used > 0 else None}
-
-
-def wait_dhcp(sock: socket.socket, server: tuple[str, int], seconds: float = 30) -> None:
-    """One DORA from a client of its own (no host name: no DNS change) completes."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if dora_load(sock, server, 1, 7_000_000, 1, False, seconds=3)["acks"]:
-            return
-        time.sleep(0.2)
-    raise BenchError("the appliance's DHCP server did not answer over the loopback relay")
 
 
 def bench_ddns(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from hypercorn.trio import serve
 from ipamd import child
 from ipamd.api import idempotency
 from ipamd.api.app import create_app
+from ipamd.api.token_cache import TokenCache
 from ipamd.config import Config, ConfigError, redact_dsn
 from ipamd.db.bridge import Database, DatabaseRefused, asyncio_loop, run_once
 from ipamd.db.cluster import Cluster, find_bin_dir
@@ -135,6 +136,8 @@ class Running:
     state: AppState
     binds: list[str]
     stop: trio.Event
+    # The API's verified tokens (tests watch it take a token change).
+    token_cache: TokenCache
     done: trio.Event = field(default_factory=trio.Event)
 
     def url(self, scheme: str) -> str:
@@ -223,11 +226,15 @@ def hypercorn_config(config: Config) -> HypercornConfig:
 
 
 async def _serve_api(
-    state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]]
+    state: AppState, token_cache: TokenCache, stop: trio.Event, *,
+    task_status: trio.TaskStatus[list[str]],
 ) -> None:
-    app = create_app(state)
-    await serve(app, hypercorn_config(state.config), shutdown_trigger=stop.wait,
-                task_status=task_status)
+    app = create_app(state, token_cache)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(token_cache.follow, state.db)
+        await serve(app, hypercorn_config(state.config), shutdown_trigger=stop.wait,
+                    task_status=task_status)
+        nursery.cancel_scope.cancel()
 
 
 class _Readiness:
@@ -330,10 +337,11 @@ async def run(
             stop = trio.Event()
             async with trio.open_nursery() as nursery:
                 api_done = trio.Event()
+                token_cache = TokenCache()
 
                 async def api(*, task_status: trio.TaskStatus[list[str]]) -> None:
                     try:
-                        await _serve_api(state, stop, task_status=task_status)
+                        await _serve_api(state, token_cache, stop, task_status=task_status)
                     finally:
                         api_done.set()
 
@@ -344,7 +352,7 @@ async def run(
                     await nursery.start(supervise, name, service, state)
                 if handle_signals:
                     nursery.start_soon(_watch_signals, stop)
-                running = Running(state=state, binds=binds, stop=stop)
+                running = Running(state=state, binds=binds, stop=stop, token_cache=token_cache)
                 freeze = (handle_signals if freeze_startup_objects is None
                           else freeze_startup_objects)
                 if freeze:

@@ -167,3 +167,80 @@ async def test_paging_tokens(admin):
         bad = await admin.get("/tokens", params=params)
         assert bad.status_code == 400, params
         assert bad.json()["error"]["code"] == "bad_request"
+
+
+# --- verified tokens are cached for a few seconds (api/token_cache.py); a change still bites at once
+
+
+async def _wait_listening(appliance) -> None:
+    with trio.fail_after(20):  # a hang guard, not a timing
+        while not appliance.token_cache.listening:
+            await trio.sleep(0.01)
+
+
+async def _wait_cleared(appliance, generation: int) -> None:
+    with trio.fail_after(20):  # a hang guard: the NOTIFY clears it long before
+        while appliance.token_cache.generation == generation:
+            await trio.sleep(0.01)
+
+
+async def test_a_token_in_use_is_refused_right_after_its_revoke(appliance, admin, viewer, tokens):
+    await _wait_listening(appliance)
+    assert (await viewer.get("/whoami")).status_code == 200
+    digest = hashlib.sha256(tokens["viewer"].encode()).digest()
+    assert appliance.token_cache.get(digest) is not None  # the next request needs no lookup
+    listed = (await admin.get("/tokens")).json()["items"]
+    viewer_id = next(t["id"] for t in listed if t["name"] == "viewer")
+    assert (await admin.delete(f"/tokens/{viewer_id}")).status_code == 204
+    refused = await viewer.get("/whoami")
+    assert refused.status_code == 401
+    assert "revoked" in refused.json()["error"]["message"]
+
+
+async def _sql(conn, statement: str, name: str) -> None:
+    await conn.execute(statement, name)
+
+
+async def test_a_revoke_by_another_node_clears_the_cache(appliance, viewer, tokens, db: Database):
+    await _wait_listening(appliance)
+    assert (await viewer.get("/whoami")).status_code == 200
+    digest = hashlib.sha256(tokens["viewer"].encode()).digest()
+    assert appliance.token_cache.get(digest) is not None
+    generation = appliance.token_cache.generation
+    # Another connection, as another node's API would: only the NOTIFY tells this node.
+    await db.run(_sql, "UPDATE tokens SET revoked_at = now() WHERE name = $1", "viewer")
+    await _wait_cleared(appliance, generation)
+    assert (await viewer.get("/whoami")).status_code == 401
+
+
+async def test_a_role_change_takes_effect_on_the_notify(appliance, operator, db: Database):
+    await _wait_listening(appliance)
+    made = await operator.post("/prefixes", json={"cidr": "10.44.0.0/16"})
+    assert made.status_code == 201
+    generation = appliance.token_cache.generation
+    await db.run(_sql, "UPDATE tokens SET role = 'viewer' WHERE name = $1", "operator")
+    await _wait_cleared(appliance, generation)
+    refused = await operator.post("/prefixes", json={"cidr": "10.45.0.0/16"})
+    assert refused.status_code == 403
+    assert (await operator.get("/prefixes")).status_code == 200
+
+
+async def test_only_changes_that_can_refuse_a_token_notify(appliance, tokens, db: Database):
+    heard = await db.listen("ipamd_tokens")
+    try:
+        for statement in (
+            "UPDATE tokens SET last_used_at = now() WHERE name = $1",  # the API's own write
+            "UPDATE tokens SET role = role, name = name WHERE name = $1",
+            "UPDATE tokens SET expires_at = now() + interval '1 day' WHERE name = $1",
+        ):
+            await db.run(_sql, statement, "viewer")
+        await db.run(_sql, "SELECT pg_notify('ipamd_tokens', $1)", "marker")
+        payloads = []
+        with trio.fail_after(20):  # a hang guard; notifications arrive in commit order
+            async for payload in heard:
+                payloads.append(payload)
+                if payload == "marker":
+                    break
+        assert payloads == ["", "marker"]  # the expiry change only
+    finally:
+        await heard.release()

@@ -52,6 +52,7 @@ from ipamd.api.routes import ops as ops_routes
 from ipamd.api.routes import outbox as outbox_routes
 from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
+from ipamd.api.token_cache import TokenCache
 from ipamd.core.errors import DomainError
 from ipamd.db.outage import is_connection_loss
 from ipamd.ops.metrics import ApiLatency
@@ -96,7 +97,10 @@ async def _drain_body(response: Response) -> None:
     hypercorn's HTTP/1.1 keep-alive connection wedges when the response ends before the
     request body has arrived; reading it (bounded by MAX_CONTENT_LENGTH) keeps the
     connection usable. A body too large or too slow closes the connection instead.
+    A request that declares no body (most GETs) has nothing left to read.
     """
+    if not request.content_length and "Transfer-Encoding" not in request.headers:
+        return
     with trio.move_on_after(2) as waited:
         try:
             await request.body
@@ -110,7 +114,10 @@ def _error_response(error: ApiError) -> Response:
     return render(error.body(), error.status, error.headers)
 
 
-def create_app(state: AppState) -> QuartTrio:
+def create_app(state: AppState, token_cache: TokenCache | None = None) -> QuartTrio:
+    """The app. ``token_cache`` remembers verified tokens only while its ``follow`` task
+    listens for token changes (the runtime runs it); without one every request looks up."""
+    tokens_seen = token_cache if token_cache is not None else TokenCache()
     app = QuartTrio("ipamd", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = state.config.api.max_body_bytes
     app.config["JSON_SORT_KEYS"] = False
@@ -208,7 +215,7 @@ def create_app(state: AppState) -> QuartTrio:
         app.add_url_rule(
             API_PREFIX + _rule(route.path),
             endpoint=route.endpoint,
-            view_func=_view(state, limiter, route),
+            view_func=_view(state, limiter, tokens_seen, route),
             methods=[route.method],
         )
 
@@ -224,7 +231,9 @@ def create_app(state: AppState) -> QuartTrio:
     return app
 
 
-def _view(state: AppState, limiter: SlidingWindow, route: RouteSpec) -> Any:
+def _view(
+    state: AppState, limiter: SlidingWindow, token_cache: TokenCache, route: RouteSpec
+) -> Any:
     async def view(**params: Any) -> Response:
         remote = request.remote_addr or ""
         if route.rate_limit_per_minute is not None and not g.loopback:
@@ -237,7 +246,8 @@ def _view(state: AppState, limiter: SlidingWindow, route: RouteSpec) -> Any:
                     "from this address",
                     headers={"Retry-After": retry_after(wait)},
                 )
-        caller = await auth.authenticate(state, remote, request.headers.get("Authorization"))
+        caller = await auth.authenticate(
+            state, token_cache, remote, request.headers.get("Authorization"))
         g.actor = caller.actor
         auth.authorize(caller, route.role)
         key = request.headers.get("Idempotency-Key")
@@ -246,6 +256,7 @@ def _view(state: AppState, limiter: SlidingWindow, route: RouteSpec) -> Any:
             caller=caller,
             route=route,
             request_id=g.request_id,
+            token_cache=token_cache,
             query=parse_query(route.query),
             idempotency_key=idempotency.check_key(key) if key is not None else None,
         )

@@ -6,6 +6,7 @@ box itself). After that every request carries ``Authorization: Bearer service_li
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 
@@ -13,12 +14,14 @@ import asyncpg
 
 from ipamd.api.errors import ApiError
 from ipamd.api.router import RANK, Caller, Role
+from ipamd.api.token_cache import TokenCache, Verified
 from ipamd.ipam import tokens
 from ipamd.state import AppState
 
 UNAUTHENTICATED = 'Bearer realm="ipamd"'
 
 
+@functools.lru_cache(maxsize=4096)  # asked twice a request; a client keeps its address
 def is_loopback(remote: str) -> bool:
     try:
         address = ipaddress.ip_address(remote.split("%")[0])
@@ -33,6 +36,7 @@ async def _lookup(conn: asyncpg.Connection, secret_hash: bytes) -> asyncpg.Recor
     row = await conn.fetchrow(
         """SELECT id, name, role, secret_hash, expires_at, revoked_at,
                   (expires_at IS NOT NULL AND expires_at <= now()) AS expired,
+                  extract(epoch FROM expires_at - now())::float8 AS seconds_left,
                   (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds') AS stale
            FROM tokens WHERE secret_hash = $1""",
         secret_hash,
@@ -58,7 +62,9 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, message, headers={"WWW-Authenticate": UNAUTHENTICATED})
 
 
-async def authenticate(state: AppState, remote: str, authorization: str | None) -> Caller:
+async def authenticate(
+    state: AppState, cache: TokenCache, remote: str, authorization: str | None
+) -> Caller:
     loopback = is_loopback(remote)
     if await bootstrap_open(state):
         if not loopback:
@@ -75,6 +81,21 @@ async def authenticate(state: AppState, remote: str, authorization: str | None) 
     if scheme.lower() != "bearer" or not secret.startswith(tokens.PREFIX):
         raise _unauthorized("Authorization must be 'Bearer service_live_…'")
     digest = tokens.hash_secret(secret)
+    verified = cache.get(digest)
+    if verified is None:
+        verified = await _verify(state, cache, digest)
+    return Caller(
+        role=verified.role,
+        remote_ip=remote,
+        loopback=loopback,
+        token_id=verified.token_id,
+        token_name=verified.name,
+    )
+
+
+async def _verify(state: AppState, cache: TokenCache, digest: bytes) -> Verified:
+    """The token's row, checked; remembered in ``cache`` when it verifies."""
+    generation = cache.generation
     row = await state.db.run(_lookup, digest)
     if row is None or not hmac.compare_digest(bytes(row["secret_hash"]), digest):
         raise _unauthorized("invalid token")
@@ -82,13 +103,10 @@ async def authenticate(state: AppState, remote: str, authorization: str | None) 
         raise _unauthorized("token has been revoked")
     if row["expired"]:
         raise _unauthorized("token has expired")
-    return Caller(
-        role=row["role"],
-        remote_ip=remote,
-        loopback=loopback,
-        token_id=str(row["id"]),
-        token_name=row["name"],
-    )
+    verified = Verified(token_id=str(row["id"]), name=row["name"], role=row["role"],
+                        digest=digest)
+    cache.put(verified, generation, row["seconds_left"])
+    return verified
 
 
 def authorize(caller: Caller, required: Role) -> None:

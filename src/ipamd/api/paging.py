@@ -97,3 +97,13 @@ def page(
         "items": [render(row) for row in shown],
         "next_cursor": encode_cursor(key(shown[-1])) if more and shown else None,
     }
+
+
+def page_text(rows: Sequence[tuple[Any, str]], limit: int) -> str:
+    """``page`` for rows already rendered as JSON text, keyed by their first value: the
+    page's JSON, with the items spliced in as they are."""
+    more = len(rows) > limit
+    shown = rows[:limit]
+    cursor = encode_cursor([shown[-1][0]]) if more and shown else None
+    items = ",".join(text for _key, text in shown)
+    return f'{{"items":[{items}],"next_cursor":{jsonutil.dumps(cursor)}}}'

@@ -21,6 +21,7 @@ from quart import Response, request
 
 from ipamd.api import idempotency, untrusted
 from ipamd.api.errors import UNSTORABLE, ApiError, bad_request, from_validation
+from ipamd.api.token_cache import TokenCache
 from ipamd.core import jsonutil
 from ipamd.state import AppState
 
@@ -93,6 +94,7 @@ class RequestContext:
     caller: Caller
     route: RouteSpec
     request_id: str
+    token_cache: TokenCache
     body: Any = None
     query: Any = None
     raw_body: Any = None
@@ -253,6 +255,11 @@ def render(value: Any, status: int, headers: dict[str, str] | None = None) -> Re
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     text = "" if value is None and status == 204 else jsonutil.dumps(value)
+    return json_response(text, status, headers)
+
+
+def json_response(text: str, status: int, headers: dict[str, str] | None = None) -> Response:
+    """A reply whose JSON is already text."""
     response = Response(text, status=status, content_type="application/json")
     for name, item in (headers or {}).items():
         response.headers[name] = item

@@ -11,8 +11,16 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict
+from ipamd.core.jsonutil import dumps
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
+from ipamd.ipam.rows import (
+    json_object,
+    one,
+    plural,
+    rfc3339,
+    set_clause,
+    tenant_for_create,
+)
 
 COLUMNS = "id, tenant_id, cidr, description, created_at, updated_at"
 UPDATABLE = ("cidr", "description")
@@ -70,11 +78,21 @@ async def get(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, Any]:
                             "prefix"))
 
 
+# An IPv4 prefix's JSON as public() + core.jsonutil make it. IPv6 rows are rendered in
+# Python: Postgres writes some IPv6 forms (IPv4-mapped) unlike Python's str.
+_LISTED_V4 = json_object([
+    ("id", "id::text"), ("tenant_id", "tenant_id::text"), ("cidr", "cidr::text"),
+    ("family", "family(cidr)"), ("description", "description"),
+    ("created_at", rfc3339("created_at")), ("updated_at", rfc3339("updated_at")),
+])
+
+
 async def list_page(
     conn: asyncpg.Connection, f: Filters, after: uuid.UUID | None, limit: int
-) -> list[dict[str, Any]]:
+) -> list[tuple[uuid.UUID, str]]:
+    """(id, the prefix as JSON text) in id order: limit + 1 of them at most."""
     rows = await conn.fetch(
-        f"""SELECT {COLUMNS} FROM prefixes
+        f"""SELECT id, CASE family(cidr) WHEN 4 THEN {_LISTED_V4} END AS json FROM prefixes
             WHERE ($1::uuid IS NULL OR id > $1)
               AND ($2::uuid IS NULL OR tenant_id = $2)
               AND ($3::cidr IS NULL OR cidr = $3)
@@ -83,7 +101,12 @@ async def list_page(
             ORDER BY id LIMIT $6""",
         after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
     )
-    return [public(r) for r in rows]
+    v6 = [r["id"] for r in rows if r["json"] is None]
+    if not v6:
+        return [(r["id"], r["json"]) for r in rows]
+    full = {r["id"]: dumps(public(r)) for r in await conn.fetch(
+        f"SELECT {COLUMNS} FROM prefixes WHERE id = ANY($1::uuid[])", v6)}
+    return [(r["id"], r["json"] or full[r["id"]]) for r in rows if r["json"] or r["id"] in full]
 
 
 @guarded

@@ -205,3 +205,25 @@ async def test_reserving_a_leased_address(operator, db):
 
     await db.run(end)
     assert (await operator.delete(f"/subnets/{vlan['id']}")).status_code == 204
+
+
+async def _whole_second(conn, prefix_id: str) -> None:
+    await conn.execute("UPDATE prefixes SET created_at = '2026-01-02 03:04:05+00' WHERE id = $1",
+                       uuid.UUID(prefix_id))
+
+
+async def test_prefix_list_items_are_what_get_shows(operator, viewer, db):
+    # The list renders its values in SQL (ipam/prefixes.list_page): every item must be
+    # exactly the GET of that prefix, for both families, an IPv4-mapped IPv6 prefix and a
+    # time with no fraction of a second included.
+    cidrs = ["10.61.0.0/16", "2001:db8:61::/48", "::ffff:10.62.0.0/112", "192.0.2.128/25"]
+    text = 'q"\\ é 😀 \u2028 </script> \u00ff'  # escapes: the JSON is written by Postgres
+    made = [created(await operator.post("/prefixes", json={"cidr": c, "description": text}))
+            for c in cidrs]
+    await db.run(_whole_second, made[0]["id"])
+    listed = await _walk(viewer, "/prefixes", 3)
+    assert {p["id"] for p in made} <= {item["id"] for item in listed}
+    for item in listed:
+        assert item == (await viewer.get(f"/prefixes/{item['id']}")).json()
+    first = next(item for item in listed if item["id"] == made[0]["id"])
+    assert first["created_at"] == "2026-01-02T03:04:05Z"

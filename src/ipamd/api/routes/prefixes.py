@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from pydantic import Field
+from quart import Response
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
@@ -50,11 +51,11 @@ async def create_prefix(ctx: RequestContext) -> Reply:
     "GET", "/prefixes", role="viewer", summary="List prefixes",
     query=PrefixQuery, response=Page[PrefixOut], errors=(400, 401, 403),
 )
-async def list_prefixes(ctx: RequestContext) -> dict[str, Any]:
+async def list_prefixes(ctx: RequestContext) -> Response:
     q: PrefixQuery = ctx.query
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
-    return await listing.by_id(ctx, prefixes.list_page, filters)
+    return await listing.by_id_rendered(ctx, prefixes.list_page, filters)
 
 
 @router.route(

@@ -80,4 +80,5 @@ async def get_token(ctx: RequestContext, token_id: uuid.UUID) -> dict:
 )
 async def delete_token(ctx: RequestContext, token_id: uuid.UUID) -> Reply:
     await ctx.tx(tokens.revoke, ctx.actor, token_id)
+    ctx.token_cache.clear()  # this node at once; the others on the NOTIFY (migration 0009)
     return Reply(None, 204)

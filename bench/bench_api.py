@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""`make bench` for the API: GET a page of 50 prefixes with 1 and with 8 keep-alive clients,
+then the same while the DHCP server runs at half its ceiling (issue 17).
+
+The appliance runs as its own process (`python -m ipamd run`, bench/appliance.py) on a
+fresh database of a private PostgreSQL, its API on a loopback port: plain HTTP/1.1 (the
+loopback face serves no TLS). 60 prefixes are made through the API and an admin token is
+minted, so every request is authenticated as a real client's is. `wrk` (one thread, C)
+drives `GET /api/v1/prefixes?limit=50` with --clients keep-alive connections for
+--duration seconds, --runs times per figure; printed: requests/s, p50/p99 latency (wrk's
+own, from its histogram), the appliance's CPU per request (user + system from /proc), and
+the median over the runs.
+
+DHCP over a loopback relay (bench/appliance.py's dora_load: relayed DORAs on 127.77.0.1,
+each client a new one): first its ceiling (a storm, 256 exchanges in flight), then half of
+that offered for --duration seconds alone, then again while wrk's 8 clients run. Printed:
+DORA/s achieved alone and with the API load, the API's figures with DHCP running, and the
+ratios (8 clients / 1 client; with DHCP / alone). There is no peer program: the ratios are
+between figures of this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+import httpx  # noqa: E402
+from bench.appliance import (  # noqa: E402
+    DHCP_NET,
+    RELAY_IP,
+    Appliance,
+    BenchError,
+    Pg,
+    dora_load,
+    relay_socket,
+    running,
+    wait_dhcp,
+)
+from tests.support import postgres  # noqa: E402
+from tests.support.bind import free_port  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WRK = shutil.which("wrk") or "/usr/bin/wrk"
+PATH = "/prefixes?limit=50"
+PREFIXES = 60
+POOL = ("127.77.1.0", "127.77.254.254")
+
+# wrk: the token on every request; the figures as one JSON line at the end.
+LUA = """wrk.headers["Authorization"] = "Bearer %s"
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'WRK {"requests":%%d,"duration_us":%%d,"p50_us":%%d,"p99_us":%%d,"max_us":%%d,' ..
+    '"non_2xx":%%d,"socket_errors":%%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    latency.max, e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+def seed(app: Appliance) -> str:
+    """The first token (loopback bootstrap), then the prefixes and the DHCP subnet with it."""
+    minted = app.post("/tokens", {"name": "bench-api", "role": "admin"})
+    headers = {"Authorization": f"Bearer {minted['token']}"}
+    with httpx.Client(base_url=app.base, headers=headers, timeout=30) as api:
+        for n in range(PREFIXES):
+            made = api.post("/prefixes", json={"cidr": f"10.{100 + n // 256}.{n % 256}.0/24"})
+            if made.status_code != 201:
+                raise BenchError(f"POST /prefixes: {made.status_code} {made.text[:200]}")
+        prefix = api.post("/prefixes", json={"cidr": DHCP_NET}).json()
+        subnet = api.post("/subnets", json={"prefix_id": prefix["id"], "cidr": DHCP_NET,
+                                            "gateway": RELAY_IP, "lease_time_seconds": 3600})
+        if subnet.status_code != 201:
+            raise BenchError(f"POST /subnets: {subnet.status_code} {subnet.text[:200]}")
+        pool = api.post(f"/subnets/{subnet.json()['id']}/pools",
+                        json={"name": "bench", "start_ip": POOL[0], "end_ip": POOL[1]})
+        if pool.status_code != 201:
+            raise BenchError(f"POST pools: {pool.status_code} {pool.text[:200]}")
+        page = api.get(app.base + PATH)
+        if page.status_code != 200 or len(page.json()["items"]) != 50:
+            raise BenchError(f"GET {PATH}: {page.status_code} {page.text[:200]}")
+    return str(minted["token"])
+
+
+def start_wrk(url: str, script: Path, clients: int, seconds: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [WRK, "-t1", f"-c{clients}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script),
+         url], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
+               load: float) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=300)
+    cpu = app.cpu_seconds() - cpu_before
+    lines = [line for line in out.splitlines() if line.startswith("WRK ")]
+    if proc.returncode != 0 or not lines:
+        raise BenchError(f"wrk exited {proc.returncode}: {out[-400:]}")
+    raw = json.loads(lines[-1][4:])
+    if raw["non_2xx"] or raw["socket_errors"]:
+        raise BenchError(f"wrk: {raw['non_2xx']} non-2xx replies, {raw['socket_errors']} "
+                         "socket errors")
+    seconds = raw["duration_us"] / 1e6
+    return {"requests": raw["requests"], "req_per_s": round(raw["requests"] / seconds, 1),
+            "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
+            "max_ms": raw["max_us"] / 1000,
+            "cpu_us_per_request": round(cpu / raw["requests"] * 1e6), "load": round(load, 2)}
+
+
+def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[str, Any]:
+    load = os.getloadavg()[0]
+    cpu = app.cpu_seconds()
+    return wrk_result(start_wrk(app.base + PATH, script, clients, seconds), cpu, app, load)
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def _line(label: str, r: dict[str, Any]) -> str:
+    return (f"  {label:<26} {r['req_per_s']:>9.1f} req/s  p50 {r['p50_ms']:6.2f} ms  "
+            f"p99 {r['p99_ms']:7.2f} ms  CPU {r['cpu_us_per_request']:>5} µs/req  "
+            f"load {r['load']:.1f}")
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
+    sock = relay_socket()
+    sock.settimeout(0.005)  # the paced load starts exchanges between reads
+    dhcp_port = free_port()
+    app = Appliance(work, pg.fresh("api"), "api", {
+        "dhcp": {"enabled": True, "listen": [f"127.0.0.1:{dhcp_port}"],
+                 "reply_port": sock.getsockname()[1], "server_id": "127.0.0.1",
+                 "trusted_relays": [DHCP_NET]}}, {})
+    server = ("127.0.0.1", dhcp_port)
+    report: dict[str, Any] = {"path": PATH, "duration_s": args.duration, "runs": args.runs,
+                              "api": {}, "dhcp": {}}
+    script = work / "token.lua"
+    try:
+        with running(app):
+            script.write_text(LUA % seed(app))
+            wait_dhcp(sock, server)
+            api_run(app, script, 8, 2)  # warm: connections, prepared statements
+            print(f"GET /api/v1{PATH}, keep-alive clients, {args.duration} s per run "
+                  f"(median of {args.runs}):", flush=True)
+            for clients in (1, 8):
+                runs = [api_run(app, script, clients, args.duration) for _ in range(args.runs)]
+                report["api"][f"c{clients}"] = runs
+                for n, r in enumerate(runs, 1):
+                    print(_line(f"{clients} client(s), run {n}", r), flush=True)
+            client = 1
+            storm = dora_load(sock, server, args.ceiling_clients, client, 256, False)
+            client += args.ceiling_clients
+            ceiling = storm["dora_per_s"] or 0.0
+            half = ceiling / 2
+            report["dhcp"]["ceiling"] = storm
+            print(f"DHCP over the loopback relay: ceiling {ceiling} DORA/s "
+                  f"({storm['acks']} acks, abandoned {storm['abandoned']}); offering {half:.0f}",
+                  flush=True)
+            count = int(half * args.duration)
+            alone, with_api, api_with_dhcp = [], [], []
+            for _ in range(args.runs):
+                alone.append(dora_load(sock, server, count, client, 256, False,
+                                       rate=half, seconds=args.duration + 10))
+                client += count
+                load = os.getloadavg()[0]
+                cpu = app.cpu_seconds()
+                wrk = start_wrk(app.base + PATH, script, 8, args.duration)
+                with_api.append(dora_load(sock, server, count, client, 256, False,
+                                          rate=half, seconds=args.duration + 10))
+                client += count
+                api_with_dhcp.append(wrk_result(wrk, cpu, app, load))
+                print(f"  DHCP alone {alone[-1]['dora_per_s']} DORA/s, with the API "
+                      f"{with_api[-1]['dora_per_s']} DORA/s (abandoned "
+                      f"{alone[-1]['abandoned']}/{with_api[-1]['abandoned']})", flush=True)
+                print(_line("8 clients, DHCP running", api_with_dhcp[-1]), flush=True)
+            report["dhcp"].update(offered=round(half, 1), alone=alone, with_api=with_api)
+            report["api"]["c8_with_dhcp"] = api_with_dhcp
+    finally:
+        sock.close()
+    return report
+
+
+def table(report: dict[str, Any]) -> str:
+    api, dhcp = report["api"], report["dhcp"]
+    rows = [f"API: GET /api/v1{report['path']} (plain HTTP/1.1 on loopback, bearer token), "
+            f"median of {report['runs']} runs of {report['duration_s']} s",
+            f"  {'clients':<22} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10}"]
+    for key, label in (("c1", "1"), ("c8", "8"), ("c8_with_dhcp", "8, DHCP at half")):
+        runs = api.get(key) or []
+        if runs:
+            rows.append(f"  {label:<22} {median_of(runs, 'req_per_s'):>9} "
+                        f"{median_of(runs, 'p50_ms'):>7} {median_of(runs, 'p99_ms'):>7} "
+                        f"{median_of(runs, 'cpu_us_per_request'):>10}")
+    c1, c8 = median_of(api.get("c1", []), "req_per_s"), median_of(api.get("c8", []), "req_per_s")
+    both = median_of(api.get("c8_with_dhcp", []), "req_per_s")
+    rows.append(f"  ratio 8 clients / 1 client: {_ratio(c8, c1)}; "
+                f"8 clients with DHCP / alone: {_ratio(both, c8)}")
+    if dhcp.get("alone"):
+        alone = median_of(dhcp["alone"], "dora_per_s")
+        with_api = median_of(dhcp["with_api"], "dora_per_s")
+        rows.append(f"DHCP: ceiling {dhcp['ceiling']['dora_per_s']} DORA/s, offered "
+                    f"{dhcp['offered']}: alone {alone}, with 8 API clients {with_api} DORA/s "
+                    f"(ratio {_ratio(with_api, alone)})")
+    return "\n".join(rows)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=int, default=10, help="seconds per run")
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--ceiling-clients", type=int, default=5_000,
+                        help="DORAs of the storm that finds DHCP's ceiling")
+    args = parser.parse_args(argv)
+    if not 1 <= args.duration <= 60 or not 1 <= args.runs <= 9:
+        parser.error("duration 1..60 s, runs 1..9")
+    if not 100 <= args.ceiling_clients <= 20_000:
+        parser.error("ceiling-clients 100..20000")
+    return args
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # the finally blocks stop the appliance and PostgreSQL
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not Path(WRK).exists():
+        raise BenchError("wrk is missing (Debian package wrk)")
+    signal.signal(signal.SIGTERM, _terminate)
+    out = RESULTS / f"api-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix="ipamd-bench-api-"))
+    os.chmod(work, 0o755)
+    print("starting a private PostgreSQL cluster and migrating ...", flush=True)
+    server = postgres.start()
+    report: dict[str, Any] = {}
+    try:
+        report = bench(args, Pg(server, tag="api"), work)
+    finally:
+        server.stop()
+        for log in work.glob("*.ipamd.log"):
+            shutil.copy(log, out / log.name)
+        shutil.rmtree(work, ignore_errors=True)
+    text = table(report)
+    (out / "table.txt").write_text(text + "\n")
+    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
+    print("\n" + text)
+    print(f"written to {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as error:
+        print(f"bench: {error}", file=sys.stderr)
+        sys.exit(1)
