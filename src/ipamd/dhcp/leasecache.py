@@ -53,6 +53,9 @@ class OfferHolds:
     def __init__(self) -> None:
         self._by_client: dict[tuple[uuid.UUID, bytes], Hold] = {}  # insertion = expiry order
         self._ips: dict[uuid.UUID, dict[int, Hold]] = {}
+        # No hold lapses before this (or it is a hold dropped since): ``lapse`` is called per
+        # Discover, and finding the oldest entry of a dict with many deletions is not free.
+        self._due = float("inf")
 
     def client(self, subnet_id: uuid.UUID, client_key: bytes) -> Hold | None:
         return self._by_client.get((subnet_id, client_key))
@@ -85,6 +88,8 @@ class OfferHolds:
         hold = Hold(subnet_id, ip, client_key, expires)
         self._by_client[(subnet_id, client_key)] = hold
         self.ips(subnet_id)[ip] = hold
+        if expires < self._due:
+            self._due = expires
         return hold
 
     def drop(self, subnet_id: uuid.UUID, client_key: bytes) -> Hold | None:
@@ -98,10 +103,14 @@ class OfferHolds:
     def lapse(self, now: float) -> set[uuid.UUID]:
         """Forget the holds whose time is up; returns the subnets that got addresses back."""
         freed: set[uuid.UUID] = set()
+        if now < self._due:
+            return freed
         by_client = self._by_client
+        self._due = float("inf")
         while by_client:
             hold = next(iter(by_client.values()))
             if hold.expires > now:
+                self._due = hold.expires
                 break
             self.drop(hold.subnet_id, hold.client_key)
             freed.add(hold.subnet_id)

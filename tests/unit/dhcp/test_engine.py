@@ -78,7 +78,7 @@ def test_a_lapsed_hold_frees_the_address_in_memory() -> None:
     env = make_env(make_plan(pools=[pool_row("10.77.1.100", "10.77.1.100")]))
     _hold(env, "10.77.1.100", key=b"first")
     assert decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env) == "no_address"
-    env.cache.holds.client(SUBNET, b"first").expires = time.time() - 1  # type: ignore[union-attr]
+    _hold(env, "10.77.1.100", key=b"first", ttl=-1)  # as if its time had run out
     offer = _reply(decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY)), env))
     assert offer.yiaddr == ip("10.77.1.100")  # the full pool was scanned again
     assert env.cache.holds.client(SUBNET, b"first") is None

@@ -88,3 +88,14 @@ def test_holds_are_counted_as_offered_and_survive_a_resync() -> None:
     cache.finish_resync([_lease(2, b"other-node")])
     assert cache.holds.at(S, 7) is not None  # memory only: the reload does not know it
     assert cache.counts() == {"offered": 1, "active": 1, "declined": 0}
+
+
+def test_a_dropped_oldest_hold_does_not_hide_the_next_one_from_lapsing() -> None:
+    holds = LeaseCache().holds
+    holds.hold(S, 1, b"a", 100.0)
+    holds.hold(S, 2, b"b", 110.0)
+    holds.drop(S, b"a")  # acknowledged
+    assert holds.lapse(105.0) == set() and holds.at(S, 2) is not None
+    assert holds.lapse(111.0) == {S} and len(holds) == 0
+    holds.hold(S, 3, b"c", 120.0)
+    assert holds.lapse(121.0) == {S}
