@@ -4,8 +4,14 @@
 → classify → allocate, and returns one of:
 
 * a drop reason (``str``),
-* a ``DhcpReply`` to send now (Inform, NAK, an Offer that needs no write),
+* a ``DhcpReply`` to send now (Inform, NAK, every Offer),
 * an ``Op`` for the committer (the database write this answer depends on).
+
+An Offer writes nothing: the address is held in this node's memory
+(``LeaseCache.holds``) for ``dhcp.offer_hold_seconds``. The Ack of a held address
+inserts the lease, and the unique indexes on live leases judge it: another node (or a
+client of this one whose lease this node did not know) may hold the address by then,
+and the client gets a NAK and starts over — never two clients on one address.
 
 After the committer ran the op, ``finish(tx, env)`` turns its outcome into a
 ``DhcpReply``, ``None`` (Release and Decline get no answer), a drop reason, or a new
@@ -80,8 +86,24 @@ def _allowed(tx: Exchange, subnet: Subnet, ip: int) -> bool:
     return subnet.usable(ip) and subnet.dynamic_ok(ip, tx.classes)
 
 
-def _free(env: Env, subnet: Subnet, ip: int) -> bool:
-    return env.cache.at(subnet.id, ip) is None and ip not in env.pending_in(subnet.id)
+def _free(env: Env, tx: Exchange, subnet: Subnet, ip: int) -> bool:
+    """No lease, no commit in flight, and no Offer hold of another client on ``ip``."""
+    if env.cache.at(subnet.id, ip) is not None or ip in env.pending_in(subnet.id):
+        return False
+    hold = env.cache.holds.at(subnet.id, ip)
+    return hold is None or hold.client_key == tx.client_key
+
+
+def _lapse_holds(env: Env) -> None:
+    for subnet_id in env.cache.holds.lapse(time.time()):
+        env.picker.freed(subnet_id)
+
+
+def _offer(tx: Exchange, env: Env, ip: int) -> DhcpReply:
+    """Hold ``ip`` for the client in memory and offer it: no write (the Ack will judge)."""
+    env.cache.holds.hold(tx.subnet.id, ip, tx.client_key,  # type: ignore[union-attr]
+                         time.time() + env.config.offer_hold_seconds)
+    return _reply(tx, env, OFFER, ip)
 
 
 def _op(tx: Exchange, kind: OpKind, ip: int | None, seconds: int, **extra: object) -> Op:
@@ -112,31 +134,36 @@ def _discover(tx: Exchange, env: Env) -> Decision:
     subnet = tx.subnet
     assert subnet is not None
     cache = env.cache
+    _lapse_holds(env)
     lease = cache.client(subnet.id, tx.client_key)
     res = tx.reservation
     if (res is not None and (lease is None or lease.ip != res.ip)
-            and subnet.contains(res.ip) and _free(env, subnet, res.ip)):
-        return _claim(env, tx, _op(tx, OpKind.OFFER, res.ip, env.config.offer_hold_seconds,
-                                   supersede=lease is not None))
+            and subnet.contains(res.ip) and _free(env, tx, subnet, res.ip)):
+        return _offer(tx, env, res.ip)  # the Ack ends the client's other lease, if any
     # A reserved address still held by a lease from before the reservation: serve the
     # client dynamically meanwhile.
     if lease is not None and _allowed(tx, subnet, lease.ip):
-        hold = env.config.offer_hold_seconds
-        if lease.state == "active" or lease.expires - time.time() > hold / 2:
-            return _reply(tx, env, OFFER, lease.ip)
-        tx.op = _op(tx, OpKind.HOLD, lease.ip, hold, lease_id=lease.lease_id)
-        return tx.op
+        return _reply(tx, env, OFFER, lease.ip)
+    hold = cache.holds.client(subnet.id, tx.client_key)
+    if (hold is not None and _allowed(tx, subnet, hold.ip) and (res is None or res.ip == hold.ip)
+            and _free(env, tx, subnet, hold.ip)):
+        return _offer(tx, env, hold.ip)  # a retransmitted Discover: the same address, held anew
     wanted = _requested(tx)
-    if wanted is not None and _allowed(tx, subnet, wanted) and _free(env, subnet, wanted) and (
-        res is None or res.ip == wanted
-    ):
+    if (wanted is not None and _allowed(tx, subnet, wanted)
+            and _free(env, tx, subnet, wanted) and (res is None or res.ip == wanted)):
         ip: int | None = wanted
     else:
-        ip = env.picker.pick(subnet, tx.classes, cache.ips(subnet.id), env.pending_in(subnet.id))
+        ip = env.picker.pick(subnet, tx.classes, cache.ips(subnet.id), env.pending_in(subnet.id),
+                             cache.holds.ips(subnet.id))
     if ip is None:
         return "no_address"
-    return _claim(env, tx, _op(tx, OpKind.OFFER, ip, env.config.offer_hold_seconds,
-                               supersede=lease is not None))
+    return _offer(tx, env, ip)
+
+
+def _grant(tx: Exchange, env: Env, ip: int, superseding: bool) -> Op:
+    """The Ack of an address with no lease yet: insert it, the unique indexes judge."""
+    return _claim(env, tx, _op(tx, OpKind.INSERT, ip, tx.subnet.lease_time,  # type: ignore[union-attr]
+                               supersede=superseding))
 
 
 def _request(tx: Exchange, env: Env) -> Decision:
@@ -155,25 +182,35 @@ def _request(tx: Exchange, env: Env) -> Decision:
         return "bad_request"
     if not subnet.contains(ip):
         return _reply(tx, env, NAK, message="requested address is not on this network")
-    lease = env.cache.client(subnet.id, tx.client_key)
-    lease_time = subnet.lease_time
+    cache = env.cache
+    lease = cache.client(subnet.id, tx.client_key)
     if lease is not None and lease.ip == ip:
         if not _allowed(tx, subnet, ip):
             return _reply(tx, env, NAK, message="address no longer available to this client")
-        tx.op = _op(tx, OpKind.ACK, ip, lease_time)
+        tx.op = _op(tx, OpKind.ACK, ip, subnet.lease_time)
         return tx.op
+    if selecting:
+        hold = cache.holds.client(subnet.id, tx.client_key)
+        if hold is not None and hold.ip == ip:
+            # Our Offer (a reserved address replaces the client's older lease at the Ack).
+            if ip in env.pending_in(subnet.id):
+                return "client_busy"  # only this client may claim it: its grant is in flight
+            if _allowed(tx, subnet, ip) and _free(env, tx, subnet, ip):
+                return _grant(tx, env, ip, superseding=lease is not None)
+            cache.holds.drop(subnet.id, tx.client_key)
+            return _reply(tx, env, NAK, message="requested address is not available")
     if lease is not None:
         return _reply(tx, env, NAK, message="requested address is not this client's lease")
     if selecting:
-        # Our offer lapsed (or another node made it): grant the address if still free.
-        if _allowed(tx, subnet, ip) and _free(env, subnet, ip):
-            return _claim(env, tx, _op(tx, OpKind.ACK, ip, lease_time, may_insert=True))
+        # Our Offer lapsed (or another node made it): grant the address if still free.
+        if _allowed(tx, subnet, ip) and _free(env, tx, subnet, ip):
+            return _grant(tx, env, ip, superseding=False)
         return _reply(tx, env, NAK, message="requested address is not available")
     # INIT-REBOOT / RENEWING / REBINDING with no lease known here: the database decides
     # (another node may hold it); nothing found means never acknowledged -> NAK.
-    if env.cache.at(subnet.id, ip) is not None:
+    if cache.at(subnet.id, ip) is not None:
         return _reply(tx, env, NAK, message="requested address belongs to another client")
-    tx.op = _op(tx, OpKind.ACK, ip, lease_time)
+    tx.op = _op(tx, OpKind.ACK, ip, subnet.lease_time)
     return tx.op
 
 
@@ -181,13 +218,27 @@ def _decline(tx: Exchange, env: Env) -> Decision:
     ip = _requested(tx)
     if ip is None:
         return "bad_request"
-    tx.op = _op(tx, OpKind.DECLINE, ip, env.config.decline_probation_seconds)
+    subnet = tx.subnet
+    assert subnet is not None
+    probation = env.config.decline_probation_seconds
+    hold = env.cache.holds.client(subnet.id, tx.client_key)
+    lease = env.cache.client(subnet.id, tx.client_key)
+    if hold is not None and hold.ip == ip and (lease is None or lease.ip != ip):
+        # Declined before any Ack (it has no row): the address is quarantined all the same.
+        env.cache.holds.drop(subnet.id, tx.client_key)
+        if not _free(env, tx, subnet, ip):
+            return "unknown_lease"
+        return _claim(env, tx, _op(tx, OpKind.INSERT, ip, probation, state="declined"))
+    tx.op = _op(tx, OpKind.DECLINE, ip, probation)
     return tx.op
 
 
 def _release(tx: Exchange, env: Env) -> Decision:
     if not tx.msg.ciaddr:
         return "bad_request"
+    hold = env.cache.holds.client(tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
+    if hold is not None and hold.ip == tx.msg.ciaddr:
+        env.cache.holds.drop(hold.subnet_id, hold.client_key)  # never acknowledged
     tx.op = _op(tx, OpKind.RELEASE, tx.msg.ciaddr, 0)
     return tx.op
 
@@ -222,7 +273,7 @@ def decide(tx: Exchange, env: Env) -> Decision:
 def release_claim(tx: Exchange, env: Env) -> None:
     """Give back the address picked for the op (committed or not, it is no longer pending)."""
     op = tx.op
-    if op is not None and (op.kind == OpKind.OFFER or op.may_insert):
+    if op is not None and op.kind == OpKind.INSERT:
         env.pending_in(op.subnet_id).discard(op.ip)  # type: ignore[arg-type]
 
 
@@ -247,18 +298,14 @@ def finish(tx: Exchange, env: Env) -> Decision:
                 cache.drop(stale.lease_id)
             env.picker.freed(op.subnet_id)
             return None
-        if kind == OpKind.DECLINE:
-            state = "declined"
-        elif kind == OpKind.ACK:
-            state = "active"
-        else:
-            state = "offered"
+        if kind == OpKind.INSERT:
+            cache.holds.drop(op.subnet_id, op.client_key)  # a lease now, or quarantined
+        state = "declined" if kind == OpKind.DECLINE else op.state
         cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]
                         op.client_key, op.expires))
-        if kind == OpKind.DECLINE:
+        if state == "declined":
             return None
-        mtype = ACK if kind == OpKind.ACK else OFFER
-        return _reply(tx, env, mtype, op.ip)  # type: ignore[arg-type]
+        return _reply(tx, env, ACK, op.ip)  # type: ignore[arg-type]
     # Refused or not found: bring the cache in line with the database, then decide again.
     if op.refreshed:
         env.counters.conflicts += 1
@@ -269,14 +316,14 @@ def finish(tx: Exchange, env: Env) -> Decision:
         stale = cache.client(op.subnet_id, op.client_key)
         if stale is not None and stale.ip == op.ip:
             cache.drop(stale.lease_id)
-    if kind in (OpKind.RELEASE, OpKind.DECLINE):
+    if kind in (OpKind.RELEASE, OpKind.DECLINE) or op.state == "declined":
         return "unknown_lease"
-    if kind == OpKind.ACK and not op.refreshed:
-        return _reply(tx, env, NAK, message="no lease for this client at that address")
     if kind == OpKind.ACK:
-        return _reply(tx, env, NAK, message="requested address is not available")
-    if kind == OpKind.HOLD:
-        cache.drop(op.lease_id)  # type: ignore[arg-type]  # the hold lapsed meanwhile
+        return _reply(tx, env, NAK, message="no lease for this client at that address")
+    # A refused grant: the address (or this client) has a lease this node did not know of.
+    # The hold goes; deciding again with the refreshed view NAKs, or renews the lease
+    # another node granted this very client there.
+    cache.holds.drop(op.subnet_id, op.client_key)
     tx.attempts += 1
     if tx.attempts >= MAX_ATTEMPTS:
         return "conflict_retries"

@@ -1,9 +1,11 @@
 """The lease expiry worker: ends leases whose time is up, in batches (``leasestore.expire_batch``).
 
 * active -> expired, with its lease_events row and a ``lease.expired`` event;
-* offered (a lapsed Offer hold) -> deleted: it never was a lease, so no history;
 * declined -> expired once the probation is over, with its ``expired`` event: that
-  closes the quarantine in the occupancy history.
+  closes the quarantine in the occupancy history;
+* offered (an Offer hold an earlier version wrote; this one holds Offers in the DHCP
+  server's memory, where they lapse by themselves) -> deleted: it never was a lease, so
+  no history.
 
 ``FOR UPDATE SKIP LOCKED`` lets every node run the worker against one database.
 """

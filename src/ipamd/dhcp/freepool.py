@@ -2,10 +2,10 @@
 
 Free means: in a pool whose class the client has (pools with a class first, then
 pools without one), not blocked (reservations, assignments), not held by a live or
-declined lease in the cache, and not already picked by a request still being
-committed. Excludes, network, broadcast and gateway were cut out of the pool
-segments when the plan was built. The unique index on live leases still judges
-every pick.
+declined lease in the cache, not held for an Offer of this node, and not already picked
+by a request still being committed. Excludes, network, broadcast and gateway were cut
+out of the pool segments when the plan was built. The unique index on live leases still
+judges every grant.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class AddressPicker:
         classes: frozenset[uuid.UUID],
         held: Container[int],
         pending: Container[int],
+        offered: Container[int],
     ) -> int | None:
         generation = self._generation.get(subnet.id, 0)
         for preferred in (True, False):
@@ -50,14 +51,15 @@ class AddressPicker:
                     continue
                 if self._full.get(pool.id) == generation:
                     continue
-                found = self._scan(pool, subnet.blocked, held, pending)
+                found = self._scan(pool, subnet.blocked, held, pending, offered)
                 if found is not None:
                     return found
                 self._full[pool.id] = generation
         return None
 
     def _scan(
-        self, pool: Pool, blocked: Container[int], held: Container[int], pending: Container[int]
+        self, pool: Pool, blocked: Container[int], held: Container[int], pending: Container[int],
+        offered: Container[int],
     ) -> int | None:
         if pool.size == 0:
             return None
@@ -76,7 +78,8 @@ class AddressPicker:
         index = segments.index((lo, hi))
         ip = lo + (start - offset)
         for _ in range(pool.size):
-            if ip not in held and ip not in pending and ip not in blocked:
+            if (ip not in held and ip not in pending and ip not in offered
+                    and ip not in blocked):
                 self._cursor[pool.id] = start + 1
                 return ip
             start += 1

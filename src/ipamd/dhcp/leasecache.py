@@ -1,9 +1,16 @@
-"""This node's view of the live leases (offered, active, declined), for decisions without SQL.
+"""This node's view of the live leases (active, declined), for decisions without SQL, and
+its Offer holds.
 
 The database stays the judge: every write is guarded by the unique indexes, and a
 refused write refreshes the entries involved. This view is complete for a single
 node (every change goes through this process) and converges for several (conflicts
 refresh it; a periodic resync picks up what other nodes freed).
+
+An Offer is not written (Kea does not either): the address offered is held here, in this
+node's memory, for ``dhcp.offer_hold_seconds`` (``OfferHolds``), so that this node offers
+it to nobody else meanwhile. Only the Ack writes a lease, and the unique indexes judge it:
+another node (which cannot see this node's holds) may have granted the address first.
+(``offered`` rows were written by earlier versions; they are still read as live.)
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from time import time
 
 LIVE_STATES = ("offered", "active", "declined")
 
@@ -20,13 +28,99 @@ class Lease:
     lease_id: uuid.UUID
     subnet_id: uuid.UUID
     ip: int
-    state: str  # offered | active | declined
+    state: str  # active | declined (offered: a row an earlier version wrote)
     client_key: bytes
     expires: float  # epoch seconds
 
 
+@dataclass(slots=True)
+class Hold:
+    """An address offered to a client by this node and not yet acknowledged."""
+
+    subnet_id: uuid.UUID
+    ip: int
+    client_key: bytes
+    expires: float  # epoch seconds
+
+
+class OfferHolds:
+    """This node's Offer holds, by client and by address; nothing of them is in the database.
+
+    Every hold lasts the same ``dhcp.offer_hold_seconds``, and a renewed one moves to the
+    end, so insertion order is expiry order: lapsing looks only at the oldest.
+    """
+
+    def __init__(self) -> None:
+        self._by_client: dict[tuple[uuid.UUID, bytes], Hold] = {}  # insertion = expiry order
+        self._ips: dict[uuid.UUID, dict[int, Hold]] = {}
+        # No hold lapses before this (or it is a hold dropped since): ``lapse`` is called per
+        # Discover, and finding the oldest entry of a dict with many deletions is not free.
+        self._due = float("inf")
+
+    def client(self, subnet_id: uuid.UUID, client_key: bytes) -> Hold | None:
+        return self._by_client.get((subnet_id, client_key))
+
+    def at(self, subnet_id: uuid.UUID, ip: int) -> Hold | None:
+        table = self._ips.get(subnet_id)
+        return None if table is None else table.get(ip)
+
+    def ips(self, subnet_id: uuid.UUID) -> dict[int, Hold]:
+        """Addresses held in the subnet; do not mutate."""
+        table = self._ips.get(subnet_id)
+        if table is None:
+            table = self._ips[subnet_id] = {}
+        return table
+
+    def __len__(self) -> int:
+        return len(self._by_client)
+
+    def live(self, now: float) -> int:
+        """Holds not yet lapsed (``lapse`` runs only when the server needs an address)."""
+        return sum(1 for hold in self._by_client.values() if hold.expires > now)
+
+    def hold(self, subnet_id: uuid.UUID, ip: int, client_key: bytes, expires: float) -> Hold:
+        """Hold ``ip`` for the client until ``expires``: replaces the client's previous hold
+        in the subnet and any other client's hold of the address."""
+        self.drop(subnet_id, client_key)
+        other = self.at(subnet_id, ip)
+        if other is not None:
+            self.drop(subnet_id, other.client_key)
+        hold = Hold(subnet_id, ip, client_key, expires)
+        self._by_client[(subnet_id, client_key)] = hold
+        self.ips(subnet_id)[ip] = hold
+        if expires < self._due:
+            self._due = expires
+        return hold
+
+    def drop(self, subnet_id: uuid.UUID, client_key: bytes) -> Hold | None:
+        hold = self._by_client.pop((subnet_id, client_key), None)
+        if hold is not None:
+            table = self._ips[subnet_id]
+            if table.get(hold.ip) is hold:
+                del table[hold.ip]
+        return hold
+
+    def lapse(self, now: float) -> set[uuid.UUID]:
+        """Forget the holds whose time is up; returns the subnets that got addresses back."""
+        freed: set[uuid.UUID] = set()
+        if now < self._due:
+            return freed
+        by_client = self._by_client
+        self._due = float("inf")
+        while by_client:
+            hold = next(iter(by_client.values()))
+            if hold.expires > now:
+                self._due = hold.expires
+                break
+            self.drop(hold.subnet_id, hold.client_key)
+            freed.add(hold.subnet_id)
+        return freed
+
+
 class LeaseCache:
     def __init__(self) -> None:
+        # This node's Offer holds: not leases, so a resync (a reload of the rows) keeps them.
+        self.holds = OfferHolds()
         self._by_id: dict[uuid.UUID, Lease] = {}
         self._by_client: dict[tuple[uuid.UUID, bytes], Lease] = {}
         self._ips: dict[uuid.UUID, dict[int, Lease]] = {}
@@ -35,7 +129,7 @@ class LeaseCache:
     # ------------------------------------------------------------------ reads
 
     def client(self, subnet_id: uuid.UUID, client_key: bytes) -> Lease | None:
-        """The client's offered or active lease in the subnet."""
+        """The client's active lease in the subnet (not an Offer hold: see ``holds``)."""
         return self._by_client.get((subnet_id, client_key))
 
     def at(self, subnet_id: uuid.UUID, ip: int) -> Lease | None:
@@ -53,9 +147,11 @@ class LeaseCache:
         return len(self._by_id)
 
     def counts(self) -> dict[str, int]:
+        """Live leases by state; ``offered`` counts this node's Offer holds."""
         out = dict.fromkeys(LIVE_STATES, 0)
         for lease in self._by_id.values():
             out[lease.state] += 1
+        out["offered"] += self.holds.live(time())
         return out
 
     # ------------------------------------------------------------------ writes

@@ -1,8 +1,10 @@
 """The lease store: every lease state change goes through this module, whoever asks.
 
-* the DHCP server's committer: ``commit`` grants (Offer hold, Ack), renews, releases and
-  declines a whole batch of transactions in one ``unnest`` statement;
-* the expiry worker: ``expire_batch`` (active/declined → expired, lapsed holds deleted);
+* the DHCP server's committer: ``commit`` grants (at the Ack), renews, releases and
+  declines a whole batch of transactions in one ``unnest`` statement. An Offer writes
+  nothing: the address is held in the offering node's memory (``leasecache.OfferHolds``);
+* the expiry worker: ``expire_batch`` (active/declined → expired; lapsed ``offered`` rows,
+  which earlier versions wrote for Offers, deleted);
 * the API: ``force_release`` (an operator ends a live lease); ``drop_ended`` when a subnet
   with no live lease left is deleted.
 
@@ -28,9 +30,8 @@ from ipamd.core.lease_events import event_ctes
 class OpKind(IntEnum):
     """What an ``Op`` asks of the store (not a DHCP message type: see options.OFFER/ACK)."""
 
-    OFFER = 1  # insert an offered lease (a hold) — or an active one with ``state='active'``
-    HOLD = 2  # extend the hold of an offered lease
-    ACK = 3  # offered/active -> active for the client at that address; else insert if allowed
+    INSERT = 1  # a new lease: active (the Ack of an Offer) or declined (an Offer declined)
+    ACK = 3  # the client's active lease at that address renewed (or an older offered row)
     RELEASE = 4  # active -> released (client Release)
     DECLINE = 5  # offered/active -> declined for the probation period
 
@@ -55,7 +56,6 @@ class Op:
         "kind",
         "lease_id",
         "mac",
-        "may_insert",
         "ok",
         "refreshed",
         "remote_id",
@@ -70,8 +70,8 @@ class Op:
         self, kind: OpKind, subnet_id: uuid.UUID, ip: int | None, client_key: bytes, seconds: int,
         *, mac: str | None = None, client_id: bytes | None = None, duid: str | None = None,
         hostname: str | None = None, fqdn: str | None = None, circuit_id: bytes | None = None,
-        remote_id: bytes | None = None, giaddr: int | None = None, may_insert: bool = False,
-        supersede: bool = False, lease_id: uuid.UUID | None = None, state: str = "offered",
+        remote_id: bytes | None = None, giaddr: int | None = None,
+        supersede: bool = False, lease_id: uuid.UUID | None = None, state: str = "active",
     ) -> None:
         self.kind = kind
         self.subnet_id = subnet_id
@@ -86,7 +86,6 @@ class Op:
         self.circuit_id = circuit_id
         self.remote_id = remote_id
         self.giaddr = giaddr
-        self.may_insert = may_insert
         self.supersede = supersede
         self.lease_id = lease_id
         self.state = state
@@ -106,8 +105,7 @@ class Op:
         self.event = None
         self.superseded = None
         self.refreshed = []
-        if self.kind != OpKind.HOLD:
-            self.lease_id = None
+        self.lease_id = None
 
     def __repr__(self) -> str:
         return f"Op(kind={self.kind}, ip={self.ip}, ok={self.ok}, event={self.event})"
@@ -123,10 +121,10 @@ _LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostnam
 # each other's effects. Outcome rows: (kind, i, lease_id, event, expires, and for inserts
 # the row's ip, client_key and subnet_id, by which it is matched to its op).
 #
-# The statement holds only the parts the batch needs (``_main_sql``): a batch of Offers is
-# a plain insert that fires no event trigger, a batch of Acks has no insert. Executing a
-# part with no rows still costs its plan nodes and its statement triggers (about half of
-# the statement at light load, measured), and each shape is prepared once per connection.
+# The statement holds only the parts the batch needs (``_main_sql``): a batch of renewals
+# has no insert, a batch of grants no update. Executing a part with no rows still costs its
+# plan nodes and its statement triggers (about half of the statement at light load,
+# measured), and each shape is prepared once per connection.
 _END = """end_r AS (
     SELECT * FROM unnest({0}::int4[], {1}::uuid[], {2}::int8[], {3}::bytea[], {4}::text[],
                          {5}::int4[]) AS r(i, subnet_id, ip, client_key, new_state, seconds)
@@ -162,13 +160,6 @@ _ACK = """ack_r AS (
     RETURNING r.i, l.*,
         CASE WHEN old.state = 'offered' THEN 'granted' ELSE 'renewed' END AS event
 )"""
-_HOLD = """held AS (
-    UPDATE leases l SET expires_at = now() + make_interval(secs => r.seconds),
-        updated_at = now()
-    FROM unnest({0}::int4[], {1}::uuid[], {2}::int4[]) AS r(i, lease_id, seconds)
-    WHERE l.lease_id = r.lease_id AND l.state = 'offered'
-    RETURNING r.i, l.expires_at
-)"""
 _INSERT = """ins_r AS (
     SELECT * FROM unnest({0}::int4[], {1}::uuid[], {2}::int8[], {3}::bytea[], {4}::text[],
                          {5}::int4[], {6}::text[], {7}::text[], {8}::bytea[], {9}::bytea[],
@@ -177,6 +168,7 @@ _INSERT = """ins_r AS (
              remote_id, giaddr, mac, client_id, duid)
 ), inserted AS (
     -- The unique indexes on live leases judge: a refused row is simply not returned.
+    -- (An Offer wrote nothing: another node may have granted the address since.)
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, client_id, duid, hostname, fqdn,
                         circuit_id, remote_id, giaddr, starts_at, expires_at)
     SELECT subnet_id, ZERO + ip, state, client_key, mac::macaddr, client_id, duid,
@@ -184,7 +176,7 @@ _INSERT = """ins_r AS (
            now() + make_interval(secs => seconds)
     FROM ins_r ORDER BY subnet_id, ip
     ON CONFLICT DO NOTHING
-    RETURNING *, CASE WHEN state = 'active' THEN 'granted' END AS event
+    RETURNING *, CASE WHEN state = 'active' THEN 'granted' ELSE 'declined' END AS event
 )"""
 # Inserted rows are matched to their ops by (subnet, address, client) in Python: joining
 # them back to ins_r in SQL is a nested loop over two CTEs, quadratic in the batch.
@@ -194,19 +186,17 @@ _OUTCOMES = {
              "NULL::bytea AS client_key, NULL::uuid AS subnet_id FROM ended",
     "acked": f"SELECT {OpKind.ACK:d}, i, lease_id, event, date_part('epoch', expires_at), "
              "NULL::int8, NULL::bytea, NULL::uuid FROM acked",
-    "held": f"SELECT {OpKind.HOLD:d}, i, NULL::uuid, NULL::text, date_part('epoch', expires_at), "
-            "NULL::int8, NULL::bytea, NULL::uuid FROM held",
-    "inserted": f"SELECT {OpKind.OFFER:d}, NULL::int4, lease_id, event, "
+    "inserted": f"SELECT {OpKind.INSERT:d}, NULL::int4, lease_id, event, "
                 "date_part('epoch', expires_at), ip - ZERO, client_key, subnet_id FROM inserted",
 }
 # (CTE text, its parameter count, its output CTE) per part, in statement order.
-_PARTS = ((_END, 6, "ended"), (_ACK, 13, "acked"), (_HOLD, 3, "held"), (_INSERT, 14, "inserted"))
+_PARTS = ((_END, 6, "ended"), (_ACK, 13, "acked"), (_INSERT, 14, "inserted"))
 
 
 @cache
-def _main_sql(present: tuple[bool, bool, bool, bool], events: bool) -> str:
-    """The statement for the parts present (ends, acks, holds, inserts); ``events`` adds the
-    lease_events and ``events`` rows of the changed leases (ends, acks, active inserts)."""
+def _main_sql(present: tuple[bool, bool, bool]) -> str:
+    """The statement for the parts present (ends, acks, inserts), with the lease_events and
+    ``events`` rows of the leases it changes (every change is an event)."""
     ctes: list[str] = []
     outputs: list[str] = []
     param = 1
@@ -217,18 +207,16 @@ def _main_sql(present: tuple[bool, bool, bool, bool], events: bool) -> str:
         param += count
         outputs.append(output)
     sql = "WITH " + ",\n".join(ctes)
-    if events:
-        changed = [o for o in outputs if o != "held"]
-        sql += ", changed AS (\n" + "\n    UNION ALL ".join(
-            f"SELECT {_LEASE_COLUMNS}, event FROM {o}" for o in changed) + "\n)"
-        sql += event_ctes("changed", "event")
+    sql += ", changed AS (\n" + "\n    UNION ALL ".join(
+        f"SELECT {_LEASE_COLUMNS}, event FROM {o}" for o in outputs) + "\n)"
+    sql += event_ctes("changed", "event")
     sql += "\n" + "\nUNION ALL ".join(_OUTCOMES[o] for o in outputs)
     return sql.replace("ZERO", _ZERO)
 
 
 # Before a new lease for a client whose address changed (a reservation appeared, its
-# address left the pools): end the client's other live lease. One that was only offered
-# is deleted — it never was a lease, so it leaves no history.
+# address left the pools): end the client's other live lease. An ``offered`` row (written
+# by an earlier version) is deleted — it never was a lease, so it leaves no history.
 _SUPERSEDE = f"""
 WITH r AS (
     SELECT * FROM unnest($1::int4[], $2::uuid[], $3::int8[], $4::bytea[])
@@ -282,19 +270,16 @@ def _columns(ops: list[tuple[int, Op]], names: tuple[str, ...]) -> list[list[Any
     return out
 
 
-async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = False) -> None:
+async def _main(conn: asyncpg.Connection, ops: list[Op]) -> None:
     ends: list[tuple[int, Op]] = []
     acks: list[tuple[int, Op]] = []
-    holds: list[tuple[int, Op]] = []
     inserts: list[tuple[int, Op]] = []
     for i, op in enumerate(ops):
         kind = op.kind
-        if inserts_only or kind == OpKind.OFFER:
+        if kind == OpKind.INSERT:
             inserts.append((i, op))
         elif kind == OpKind.ACK:
             acks.append((i, op))
-        elif kind == OpKind.HOLD:
-            holds.append((i, op))
         else:
             ends.append((i, op))
     args: list[list[Any]] = []
@@ -305,31 +290,25 @@ async def _main(conn: asyncpg.Connection, ops: list[Op], inserts_only: bool = Fa
                  [op.seconds for _, op in ends]]
     if acks:
         args += _columns(acks, _ACK_FIELDS)
-    if holds:
-        args += _columns(holds, ("lease_id", "seconds"))
     if inserts:
         args += _columns(inserts, _INSERT_FIELDS)
-    events = bool(ends or acks) or any(op.state == "active" for _, op in inserts)
-    sql = _main_sql((bool(ends), bool(acks), bool(holds), bool(inserts)), events)
-    rows = await conn.fetch(sql, *args)
+    rows = await conn.fetch(_main_sql((bool(ends), bool(acks), bool(inserts))), *args)
     by_key = {(op.subnet_id, op.ip, op.client_key): i for i, op in inserts} if inserts else {}
-    for kind, i, lease_id, event, expires, ip, client_key, subnet_id in rows:
+    for _kind, i, lease_id, event, expires, ip, client_key, subnet_id in rows:
         if i is None:
             i = by_key[(subnet_id, ip, client_key)]
         op = ops[i]
         op.ok = True
         op.expires = expires
-        if kind != OpKind.HOLD:
-            op.lease_id = lease_id
-            op.event = event
+        op.lease_id = lease_id
+        op.event = event
 
 
 async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
     """Apply a batch; fills each op's outcome. Not inside a transaction: see _main_sql.
 
     The rare cases take more statements: a supersede runs first, in one transaction with
-    the rest; an Ack for an address with no prior offer (``may_insert``) that found no
-    lease becomes an insert; refused inserts fetch the leases that refused them.
+    the rest; refused inserts fetch the leases that refused them.
     """
     supersedes = [(i, op) for i, op in enumerate(ops) if op.supersede]
     if supersedes:
@@ -340,14 +319,7 @@ async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
             await _main(conn, ops)
     else:
         await _main(conn, ops)
-    fallback = [op for op in ops if op.kind == OpKind.ACK and op.may_insert and not op.ok]
-    if fallback:
-        for op in fallback:
-            op.state = "active"
-        await _main(conn, fallback, inserts_only=True)
-    refused = [(i, op) for i, op in enumerate(ops)
-               if not op.ok
-               and (op.kind == OpKind.OFFER or (op.kind == OpKind.ACK and op.may_insert))]
+    refused = [(i, op) for i, op in enumerate(ops) if not op.ok and op.kind == OpKind.INSERT]
     if refused:
         for row in await conn.fetch(_BLOCKERS, *_columns(refused, ("subnet_id", "ip",
                                                                      "client_key"))):
@@ -394,14 +366,15 @@ async def expire_batch(
     """One batch, in the caller's transaction: (lease_id, subnet_id, event or None) per lease.
 
     active -> expired and declined -> expired (probation over), each with its ``expired``
-    event; a lapsed Offer hold is deleted: it never was a lease, so it leaves no history.
+    event; a lapsed ``offered`` row (an Offer hold an earlier version wrote) is deleted: it
+    never was a lease, so it leaves no history.
     """
     rows = await conn.fetch(_EXPIRE, limit)
     return [(r["lease_id"], r["subnet_id"], r["event"]) for r in rows]
 
 
-# $2: whether this is a lease event. An Offer hold was never granted: ending it leaves no
-# history and no lease.released.
+# $2: whether this is a lease event. An ``offered`` row (an earlier version's Offer hold)
+# was never granted: ending it leaves no history and no lease.released.
 _FORCE_RELEASE = f"""
 WITH u AS (
     UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),

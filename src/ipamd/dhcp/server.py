@@ -272,8 +272,8 @@ class DhcpServer:
         counters.commit_latency.observe(self.committer.last_seconds)
         env = self.env
         if ok:
-            self.stats.added(sum(1 for tx in batch if tx.op.ok and (  # type: ignore[union-attr]
-                tx.op.kind == OpKind.OFFER or tx.op.may_insert)))  # type: ignore[union-attr]
+            self.stats.added(sum(1 for tx in batch  # type: ignore[union-attr]
+                                 if tx.op.ok and tx.op.kind == OpKind.INSERT))
         for tx in batch:
             key = (tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
             try:

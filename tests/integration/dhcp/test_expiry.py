@@ -1,4 +1,5 @@
-"""The expiry worker with a running server: leases end, holds lapse, the cache follows."""
+"""The expiry worker with a running server: leases end, the cache follows; Offer holds lapse
+in the server's memory (they have no row)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,14 @@ async def test_expiry_ends_leases_and_lapsed_holds(dhcp: Any) -> None:
     assert await relay.silence(full.xid)
     assert server.counters.drops["no_address"] == 1
 
+    assert await _states(db) == [(o.ip_to_str(offer.yiaddr), "active")]  # no row for a hold
+    assert server.cache.counts()["offered"] == 1
+
     await trio.sleep(1.2)
-    assert await expiry.sweep(dhcp.state) == 2
-    assert await _states(db) == [(o.ip_to_str(offer.yiaddr), "expired")]  # the hold is gone
+    assert await expiry.sweep(dhcp.state) == 1
+    assert await _states(db) == [(o.ip_to_str(offer.yiaddr), "expired")]
     assert len(server.cache) == 0 and server.counters.leases["expired"] == 1
+    assert server.cache.counts()["offered"] == 0  # the hold lapsed in memory
 
     async def topics(conn) -> Any:
         return [r["topic"] for r in await conn.fetch(
@@ -72,8 +77,12 @@ async def test_worker_runs_on_its_interval(dhcp: Any, nursery: trio.Nursery) -> 
     relay, db = dhcp.relay, dhcp.db
     offer = await relay.exchange(request(o.DISCOVER, mac_bytes(5), giaddr=RELAY_IP))
     assert offer is not None
+    ack = await relay.exchange(request(o.REQUEST, mac_bytes(5), giaddr=RELAY_IP,
+                                       server_id="127.0.0.1",
+                                       requested=o.ip_to_str(offer.yiaddr)))
+    assert ack is not None and ack.message_type == o.ACK
     await nursery.start(expiry.run, dhcp.state)  # every 0.2 s (harness config)
     with trio.fail_after(5):
-        while await _states(db):
+        while ("active" in dict(await _states(db)).values()):
             await trio.sleep(0.1)
     assert len(dhcp.server.cache) == 0

@@ -1,5 +1,6 @@
 """The batch SQL against real Postgres: unique indexes as judge, events in the same statement,
-supersede, fallback inserts, and the expiry worker's batch."""
+supersede, and the expiry worker's batch. (An Offer writes nothing: ``offered`` rows here
+are the ones an earlier version wrote, which this one still honours.)"""
 
 from __future__ import annotations
 
@@ -44,18 +45,26 @@ async def _q(db: Database, sql: str, *args: Any) -> list[dict[str, Any]]:
     return await db.run(read)
 
 
-async def test_offer_then_ack_then_renew_write_events(db: Database, subnet: uuid.UUID) -> None:
+async def _legacy_offer(db: Database, subnet: uuid.UUID, address: str, key: bytes,
+                        seconds: int = 60) -> uuid.UUID:
+    """An ``offered`` row as an earlier version wrote it for an Offer."""
+    async def insert(conn) -> Any:
+        return await conn.fetchval(
+            "INSERT INTO leases (subnet_id, ip, state, client_key, expires_at) VALUES "
+            "($1, $2::inet, 'offered', $3, now() + make_interval(secs => $4)) "
+            "RETURNING lease_id", subnet, address, key, seconds)
+
+    return await db.run(insert)
+
+
+async def test_grant_then_renew_write_events(db: Database, subnet: uuid.UUID) -> None:
     key = b"\x01\x02\x00\x00\x00\x00\x01"
-    (offer,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.10", key, 30,
-                                     hostname="pc1", circuit_id=b"c1", giaddr=ip("127.77.0.1")))
-    assert offer.ok and offer.event is None and offer.lease_id is not None
-    assert await _q(db, "SELECT * FROM lease_events") == []  # an offer is not a lease event
-    (ack,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.10", key, 3600,
-                                   giaddr=ip("127.77.0.1"), remote_id=b"r1"))
-    assert ack.ok and ack.event == "granted" and ack.lease_id == offer.lease_id
-    assert ack.expires - offer.expires > 3000
+    (grant,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.10", key, 3600,
+                                     hostname="pc1", circuit_id=b"c1", giaddr=ip("127.77.0.1"),
+                                     remote_id=b"r1"))
+    assert grant.ok and grant.event == "granted" and grant.lease_id is not None
     (renew,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.10", key, 3600))
-    assert renew.ok and renew.event == "renewed" and renew.lease_id == offer.lease_id
+    assert renew.ok and renew.event == "renewed" and renew.lease_id == grant.lease_id
     (row,) = await _q(db, "SELECT state, hostname, starts_at < updated_at AS kept_start "
                           "FROM leases")
     assert row == {"state": "active", "hostname": "pc1", "kept_start": True}
@@ -73,86 +82,99 @@ async def test_offer_then_ack_then_renew_write_events(db: Database, subnet: uuid
                        {"event": "renewed", "ip": "127.77.1.10"}]
 
 
+async def test_ack_of_an_earlier_versions_offered_row_grants_it(db: Database,
+                                                                 subnet: uuid.UUID) -> None:
+    lease_id = await _legacy_offer(db, subnet, "127.77.1.10", b"old")
+    (ack,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.10", b"old", 3600))
+    assert ack.ok and ack.event == "granted" and ack.lease_id == lease_id
+    (blocked,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.10", b"new"))
+    assert not blocked.ok and blocked.refreshed[0][3] == "active"
+
+
 async def test_unique_indexes_refuse_and_report_the_blocker(db: Database,
                                                             subnet: uuid.UUID) -> None:
     a, b = b"client-a", b"client-b"
-    (first,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.20", a))
+    (first,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.20", a))
     same_ip, same_client, fine = await _commit(
         db,
-        _op(OpKind.OFFER, subnet, "127.77.1.20", b),  # the address is taken
-        _op(OpKind.OFFER, subnet, "127.77.1.21", a),  # the client already has one
-        _op(OpKind.OFFER, subnet, "127.77.1.22", b"client-c"),
+        _op(OpKind.INSERT, subnet, "127.77.1.20", b),  # the address is taken
+        _op(OpKind.INSERT, subnet, "127.77.1.21", a),  # the client already has one
+        _op(OpKind.INSERT, subnet, "127.77.1.22", b"client-c"),
     )
     assert fine.ok and not same_ip.ok and not same_client.ok
+    assert same_ip.event is None and same_client.lease_id is None
     assert [r[0] for r in same_ip.refreshed] == [first.lease_id]
-    assert [(r[0], r[2], r[4]) for r in same_client.refreshed] == [
-        (first.lease_id, ip("127.77.1.20"), a)]
+    assert [(r[0], r[2], r[3], r[4]) for r in same_client.refreshed] == [
+        (first.lease_id, ip("127.77.1.20"), "active", a)]
     # Two new requests for one address in one batch: exactly one wins.
-    x, y = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.30", b"x"),
-                         _op(OpKind.OFFER, subnet, "127.77.1.30", b"y"))
+    x, y = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.30", b"x"),
+                         _op(OpKind.INSERT, subnet, "127.77.1.30", b"y"))
     assert x.ok != y.ok
+    # An earlier version's Offer hold is honoured like a lease until it lapses.
+    await _legacy_offer(db, subnet, "127.77.1.31", b"held")
+    (held,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.31", b"z"))
+    assert not held.ok and held.refreshed[0][3] == "offered"
+    granted = await _q(db, "SELECT count(*) AS n FROM lease_events WHERE event = 'granted'")
+    assert granted == [{"n": 3}]  # refused inserts leave no event
 
 
-async def test_ack_without_lease_is_refused_or_inserted(db: Database, subnet: uuid.UUID) -> None:
+async def test_ack_without_lease_is_refused(db: Database, subnet: uuid.UUID) -> None:
     (strict,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k1", 600))
     assert not strict.ok and strict.refreshed == []
-    (lenient,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k1", 600,
-                                       may_insert=True))
-    assert lenient.ok and lenient.event == "granted"
-    (taken,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"k2", 600,
-                                     may_insert=True))
-    assert not taken.ok and taken.refreshed[0][4] == b"k1"
+    assert await _q(db, "SELECT * FROM leases") == []
 
 
-async def test_release_decline_and_hold(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.11", b"r"),
-                  _op(OpKind.OFFER, subnet, "127.77.1.12", b"d"))
+async def test_release_and_decline(db: Database, subnet: uuid.UUID) -> None:
     (early,) = await _commit(db, _op(OpKind.RELEASE, subnet, "127.77.1.11", b"r"))
-    assert not early.ok  # an Offer is not released by the client
-    lease_id = (await _q(db, "SELECT lease_id FROM leases WHERE client_key = 'd'"))[0]["lease_id"]
-    (hold,) = await _commit(db, Op(OpKind.HOLD, subnet, ip("127.77.1.12"), b"d", 300,
-                                   lease_id=lease_id))
-    assert hold.ok and hold.lease_id == lease_id
-    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.11", b"r", 600))
-    released, declined = await _commit(
+    assert not early.ok  # nothing granted: nothing to release
+    await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.11", b"r", 600),
+                  _op(OpKind.INSERT, subnet, "127.77.1.13", b"e", 600))
+    released, declined, offer_declined = await _commit(
         db, _op(OpKind.RELEASE, subnet, "127.77.1.11", b"r"),
-        _op(OpKind.DECLINE, subnet, "127.77.1.12", b"d", 7200))
+        _op(OpKind.DECLINE, subnet, "127.77.1.13", b"e", 7200),
+        # Declined before its Ack: no row yet, so the quarantine is a new declined row.
+        _op(OpKind.INSERT, subnet, "127.77.1.12", b"d", 7200, state="declined"))
     assert released.ok and released.event == "released"
     assert declined.ok and declined.event == "declined"
+    assert offer_declined.ok and offer_declined.event == "declined"
     rows = await _q(db, "SELECT client_key, state, expires_at > now() + interval '1 hour' AS q "
                         "FROM leases ORDER BY client_key")
     assert rows == [{"client_key": b"d", "state": "declined", "q": True},
+                    {"client_key": b"e", "state": "declined", "q": True},
                     {"client_key": b"r", "state": "released", "q": False}]
     # The declined address stays held: nobody gets it during probation.
-    (blocked,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.12", b"n"))
+    (blocked,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.12", b"n"))
     assert not blocked.ok and blocked.refreshed[0][3] == "declined"
     topics = [r["topic"] for r in await _q(db, "SELECT topic FROM events ORDER BY id")
               if r["topic"].startswith("lease.")]
-    # The last two were one batch: one statement, in no particular order.
-    assert topics[0] == "lease.granted"
-    assert sorted(topics[1:]) == ["lease.declined", "lease.released"]
+    # Each batch is one statement, its events in no particular order.
+    assert sorted(topics[:2]) == ["lease.granted", "lease.granted"]
+    assert sorted(topics[2:]) == ["lease.declined", "lease.declined", "lease.released"]
+    history = await _q(db, "SELECT host(ip) AS ip, state, to_at IS NULL AS open "
+                           "FROM lease_intervals WHERE ip = '127.77.1.12'")
+    assert history == [{"ip": "127.77.1.12", "state": "declined", "open": True}]
 
 
 async def test_supersede_ends_the_clients_other_lease(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.13", b"s"))
-    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.13", b"s", 600))
-    (moved,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.14", b"s",
+    await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.13", b"s", 600))
+    (moved,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.14", b"s",
                                      supersede=True))
     assert moved.ok and moved.superseded is not None and moved.superseded[1] is True
-    (again,) = await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.15", b"s",
+    old = await _legacy_offer(db, subnet, "127.77.1.16", b"t")
+    (again,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.15", b"t",
                                      supersede=True))
-    assert again.ok and again.superseded == (moved.lease_id, False)  # offer only: deleted
+    assert again.ok and again.superseded == (old, False)  # an offered row: deleted
     rows = await _q(db, "SELECT host(ip) AS ip, state FROM leases ORDER BY ip")
     assert rows == [{"ip": "127.77.1.13", "state": "released"},
-                    {"ip": "127.77.1.15", "state": "offered"}]
+                    {"ip": "127.77.1.14", "state": "active"},
+                    {"ip": "127.77.1.15", "state": "active"}]
 
 
 async def test_expiry_batch(db: Database, subnet: uuid.UUID) -> None:
-    await _commit(db, _op(OpKind.OFFER, subnet, "127.77.1.16", b"o"),
-                  _op(OpKind.OFFER, subnet, "127.77.1.17", b"a"),
-                  _op(OpKind.OFFER, subnet, "127.77.1.18", b"d"),
-                  _op(OpKind.OFFER, subnet, "127.77.1.19", b"future"))
-    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.17", b"a", 600))
+    await _legacy_offer(db, subnet, "127.77.1.16", b"o")
+    await _legacy_offer(db, subnet, "127.77.1.19", b"future")
+    await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.17", b"a", 600),
+                  _op(OpKind.INSERT, subnet, "127.77.1.18", b"d", 600))
     await _commit(db, _op(OpKind.DECLINE, subnet, "127.77.1.18", b"d", 600))
 
     async def age(conn) -> None:

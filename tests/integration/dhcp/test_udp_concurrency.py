@@ -39,9 +39,11 @@ async def _send_all(relay: Relay, messages: list[DhcpMessage], server: tuple[str
             await trio.sleep(0)  # let the server drain its socket too
 
 
-async def _replies(relay: Relay, xids: list[int], mtype: int,
+async def _replies(relay: Relay, xids: list[int], mtype: int | tuple[int, ...],
                    late: int | None = None) -> dict[int, DhcpMessage]:
-    """The first reply of type ``mtype`` per xid; ``late`` is a type that may still trail in."""
+    """The first reply of type ``mtype`` (or one of them) per xid; ``late`` is a type that
+    may still trail in."""
+    wanted = mtype if isinstance(mtype, tuple) else (mtype,)
     got: dict[int, DhcpMessage] = {}
     with trio.fail_after(DEADLINE):
         while len(got) < len(xids):
@@ -50,7 +52,7 @@ async def _replies(relay: Relay, xids: list[int], mtype: int,
                     reply = relay.replies[xid].pop(0)
                     if reply.message_type == late:
                         continue
-                    assert reply.message_type == mtype, reply
+                    assert reply.message_type in wanted, reply
                     got[xid] = reply
             if len(got) < len(xids):
                 await relay.arrived.wait()
@@ -133,32 +135,49 @@ async def _second_node(db: Database, dsn: str, reply_port: int):  # type: ignore
 async def test_two_nodes_on_one_database_never_share_an_address(
     dhcp: Any, dsn: str, relay_sock: Any
 ) -> None:
-    """A relay forwards every client to both nodes, whose caches know nothing of each other."""
+    """A relay forwards every client to both nodes, whose caches and Offer holds know nothing
+    of each other: the Ack's insert judges, a client refused so gets a NAK and starts over."""
     relay, db = dhcp.relay, dhcp.db
     count = 400
+    acked: dict[bytes, int] = {}
+    naks = 0
     async with _second_node(db, dsn, relay_sock.getsockname()[1]) as other:
-        nodes = {"127.0.0.1": relay.server, "127.0.0.2": other.addresses[0]}
-        macs = [mac_bytes(200_000 + n) for n in range(count)]
-        discovers = [request(o.DISCOVER, mac, giaddr=RELAY_IP) for mac in macs]
-        for target in nodes.values():
-            await _send_all(relay, discovers, target)
-        offers = await _replies(relay, [m.xid for m in discovers], o.OFFER)
-        requests = []
-        for mac, m in zip(macs, discovers, strict=True):
-            first = offers[m.xid]  # the client takes the first Offer it got
-            sid = o.ip_to_str(int.from_bytes(first.options[o.SERVER_ID], "big"))
-            requests.append(request(o.REQUEST, mac, xid=m.xid, giaddr=RELAY_IP, server_id=sid,
-                                    requested=o.ip_to_str(first.yiaddr)))
-        for msg in requests:
-            relay.replies.pop(msg.xid, None)  # the second Offers
-        for target in nodes.values():
-            await _send_all(relay, requests, target)  # the other node drops it: not for it
-        acks = await _replies(relay, [m.xid for m in requests], o.ACK, late=o.OFFER)
-        assert len({a.yiaddr for a in acks.values()}) == count
-        assert other.counters.drops["not_for_us"] + dhcp.server.counters.drops["not_for_us"] \
-            == count
-        # The caches picked alike; the unique indexes made one node pick again.
-        assert other.counters.conflicts + dhcp.server.counters.conflicts > 0
+        nodes = [relay.server, other.addresses[0]]
+        waiting = [mac_bytes(200_000 + n) for n in range(count)]
+        for _ in range(8):  # DORA rounds; a NAKed client starts over in the next one
+            if not waiting:
+                break
+            discovers = [request(o.DISCOVER, mac, giaddr=RELAY_IP) for mac in waiting]
+            # In opposite orders, so that the two nodes offer one address to different clients.
+            await _send_all(relay, discovers, nodes[0])
+            await _send_all(relay, discovers[::-1], nodes[1])
+            xids = [m.xid for m in discovers]
+            both = [await _replies(relay, xids, o.OFFER), await _replies(relay, xids, o.OFFER)]
+            requests = []
+            for n, (mac, m) in enumerate(zip(waiting, discovers, strict=True)):
+                # Every other client takes the second node's Offer.
+                sid = ("127.0.0.1", "127.0.0.2")[n % 2]
+                (chosen,) = [offers[m.xid] for offers in both
+                             if offers[m.xid].server_id == o.ip_from_str(sid)]
+                requests.append(request(o.REQUEST, mac, xid=m.xid, giaddr=RELAY_IP,
+                                        server_id=sid, requested=o.ip_to_str(chosen.yiaddr)))
+            for target in nodes:
+                await _send_all(relay, requests, target)  # the other node drops it: not for it
+            answers = await _replies(relay, [m.xid for m in requests], (o.ACK, o.NAK),
+                                     late=o.OFFER)
+            nakked = []
+            for mac, msg in zip(waiting, requests, strict=True):
+                answer = answers[msg.xid]
+                if answer.message_type == o.ACK:
+                    acked[mac] = answer.yiaddr
+                else:
+                    nakked.append(mac)
+            naks += len(nakked)
+            waiting = nakked
+        assert not waiting, f"{len(waiting)} clients still without a lease"
+        assert len(set(acked.values())) == count
+        # The two nodes offered one address to two clients; the database let one have it.
+        assert naks > 0 and other.counters.conflicts + dhcp.server.counters.conflicts > 0
 
     async def check(conn) -> Any:
         return await conn.fetchrow(
@@ -168,3 +187,59 @@ async def test_two_nodes_on_one_database_never_share_an_address(
                FROM leases""")
 
     assert dict(await db.run(check)) == {"active": count, "ips": count, "clients": count}
+
+
+async def test_the_ack_judges_an_address_another_node_granted_after_our_offer(
+    dhcp: Any, dsn: str, relay_sock: Any
+) -> None:
+    """Node 1 offers X to A (held in its memory only); node 2, which cannot see that hold,
+    offers and grants X to B; A's Request at node 1 is refused by the database: NAK, and A's
+    next Discover gets another address."""
+    relay, db, first = dhcp.relay, dhcp.db, dhcp.server
+    a, b = mac_bytes(300_001), mac_bytes(300_002)
+    async with _second_node(db, dsn, relay_sock.getsockname()[1]) as second:
+        one, two = relay.server, second.addresses[0]
+
+        async def ask(msg: DhcpMessage, node: tuple[str, int]) -> DhcpMessage:
+            await relay.sock.sendto(msg.to_bytes(), node)
+            (reply,) = (await _replies(relay, [msg.xid], (o.OFFER, o.ACK, o.NAK))).values()
+            return reply
+
+        offer_a = await ask(request(o.DISCOVER, a, giaddr=RELAY_IP), one)
+        taken = o.ip_to_str(offer_a.yiaddr)
+        assert await _active(db, [taken]) == {}  # the Offer wrote nothing
+        offer_b = await ask(request(o.DISCOVER, b, giaddr=RELAY_IP, requested=taken), two)
+        assert offer_b.yiaddr == offer_a.yiaddr
+        ack_b = await ask(request(o.REQUEST, b, giaddr=RELAY_IP, server_id="127.0.0.2",
+                                  requested=taken), two)
+        assert ack_b.message_type == o.ACK
+        nak_a = await ask(request(o.REQUEST, a, giaddr=RELAY_IP, server_id="127.0.0.1",
+                                  requested=taken), one)
+        assert nak_a.message_type == o.NAK and first.counters.conflicts == 1
+        again = await ask(request(o.DISCOVER, a, giaddr=RELAY_IP), one)
+        assert again.message_type == o.OFFER and again.yiaddr != offer_a.yiaddr
+        ack_a = await ask(request(o.REQUEST, a, giaddr=RELAY_IP, server_id="127.0.0.1",
+                                  requested=o.ip_to_str(again.yiaddr)), one)
+        assert ack_a.message_type == o.ACK and ack_a.yiaddr == again.yiaddr
+
+    assert await _active(db, [taken, o.ip_to_str(again.yiaddr)]) == {
+        taken: b.hex(":"), o.ip_to_str(again.yiaddr): a.hex(":")}
+
+
+async def test_a_request_for_an_address_this_node_never_offered(dhcp: Any) -> None:
+    """SELECTING another server's Offer that reached us too late, or an Offer of ours that
+    lapsed: granted when free, NAK when the address is someone else's."""
+    relay, db = dhcp.relay, dhcp.db
+
+    async def ask(msg: DhcpMessage) -> DhcpMessage:
+        await relay.sock.sendto(msg.to_bytes(), relay.server)
+        (reply,) = (await _replies(relay, [msg.xid], (o.ACK, o.NAK))).values()
+        return reply
+
+    free = await ask(request(o.REQUEST, mac_bytes(7), giaddr=RELAY_IP, server_id="127.0.0.1",
+                             requested="127.77.9.9"))
+    assert free.message_type == o.ACK and o.ip_to_str(free.yiaddr) == "127.77.9.9"
+    assert await _active(db, ["127.77.9.9"]) == {"127.77.9.9": mac_bytes(7).hex(":")}
+    taken = await ask(request(o.REQUEST, mac_bytes(8), giaddr=RELAY_IP, server_id="127.0.0.1",
+                              requested="127.77.9.9"))
+    assert taken.message_type == o.NAK

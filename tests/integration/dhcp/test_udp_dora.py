@@ -39,6 +39,11 @@ async def _events(db: Database) -> list[tuple[str, str]]:
     return [(r["event"], r["ip"]) for r in await db.run(read)]
 
 
+def offer_subnet(dhcp: Any) -> Any:
+    (subnet_id,) = dhcp.server.env.plan.subnets
+    return subnet_id
+
+
 async def test_full_dora_renew_release(dhcp: Any) -> None:
     relay, db = dhcp.relay, dhcp.db
     mac = mac_bytes(1)
@@ -53,8 +58,8 @@ async def test_full_dora_renew_release(dhcp: Any) -> None:
     assert offer.options[o.SUBNET_MASK] == bytes((255, 255, 0, 0))
     assert offer.options[o.ROUTER] == ip("127.77.0.1").to_bytes(4, "big")
     assert int.from_bytes(offer.options[o.LEASE_TIME], "big") == 600
-    held = await _lease(db, offered)
-    assert held is not None and held["state"] == "offered"
+    assert await _lease(db, offered) is None  # the Offer is held in memory, not written
+    assert dhcp.server.cache.holds.client(offer_subnet(dhcp), b"\x01" + mac).ip == offer.yiaddr
 
     ack = await relay.exchange(request(o.REQUEST, mac, giaddr=RELAY_IP, requested=offered,
                                        server_id="127.0.0.1", extra={o.RELAY_AGENT: info,

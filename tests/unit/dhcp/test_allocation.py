@@ -46,28 +46,29 @@ def test_dynamic_ok_respects_classes_reservations_and_assignments() -> None:
     assert not subnet.dynamic_ok(ip("10.77.1.150"), frozenset({GOLD}))  # outside pools
 
 
-def test_picker_round_robin_skipping_held_pending_and_blocked() -> None:
-    plan = make_plan(pools=[pool_row("10.77.1.100", "10.77.1.104")],
+def test_picker_round_robin_skipping_held_pending_offered_and_blocked() -> None:
+    plan = make_plan(pools=[pool_row("10.77.1.100", "10.77.1.105")],
                      reservations=[{"ip": "10.77.1.101", "mac": "00:00:00:00:00:01"}])
     subnet = next(iter(plan.subnets.values()))
     picker = AddressPicker()
     held = {ip("10.77.1.102")}
+    offered = {ip("10.77.1.104")}
     pending: set[int] = set()
-    first = picker.pick(subnet, frozenset(), held, pending)
+    first = picker.pick(subnet, frozenset(), held, pending, offered)
     assert first == ip("10.77.1.100")
     pending.add(first)
-    second = picker.pick(subnet, frozenset(), held, pending)
+    second = picker.pick(subnet, frozenset(), held, pending, offered)
     assert second == ip("10.77.1.103")
     pending.add(second)
-    third = picker.pick(subnet, frozenset(), held, pending)
-    assert third == ip("10.77.1.104")
+    third = picker.pick(subnet, frozenset(), held, pending, offered)
+    assert third == ip("10.77.1.105")
     pending.add(third)
-    assert picker.pick(subnet, frozenset(), held, pending) is None  # full
+    assert picker.pick(subnet, frozenset(), held, pending, offered) is None  # full
     pending.discard(first)
     # Still marked full until something in the subnet is freed.
-    assert picker.pick(subnet, frozenset(), held, pending) is None
+    assert picker.pick(subnet, frozenset(), held, pending, offered) is None
     picker.freed(subnet.id)
-    assert picker.pick(subnet, frozenset(), held, pending) == first
+    assert picker.pick(subnet, frozenset(), held, pending, offered) == first
 
 
 def test_picker_prefers_the_clients_class_pools_then_open_pools() -> None:
@@ -75,11 +76,11 @@ def test_picker_prefers_the_clients_class_pools_then_open_pools() -> None:
                             pool_row("10.77.1.200", "10.77.1.200", class_id=GOLD)])
     subnet = next(iter(plan.subnets.values()))
     picker = AddressPicker()
-    assert picker.pick(subnet, frozenset({GOLD}), set(), set()) == ip("10.77.1.200")
-    assert picker.pick(subnet, frozenset(), set(), set()) == ip("10.77.1.100")
-    assert picker.pick(subnet, frozenset({GOLD}), {ip("10.77.1.200")}, set()) == \
+    assert picker.pick(subnet, frozenset({GOLD}), set(), set(), set()) == ip("10.77.1.200")
+    assert picker.pick(subnet, frozenset(), set(), set(), set()) == ip("10.77.1.100")
+    assert picker.pick(subnet, frozenset({GOLD}), {ip("10.77.1.200")}, set(), set()) == \
         ip("10.77.1.100")
-    assert picker.pick(subnet, frozenset(), {ip("10.77.1.100")}, set()) is None
+    assert picker.pick(subnet, frozenset(), {ip("10.77.1.100")}, set(), set()) is None
 
 
 def test_picker_walks_segments_and_wraps() -> None:
@@ -87,7 +88,7 @@ def test_picker_walks_segments_and_wraps() -> None:
                      excludes=[("10.77.1.12", "10.77.1.18")])
     subnet = next(iter(plan.subnets.values()))
     picker = AddressPicker()
-    got = [picker.pick(subnet, frozenset(), set(), set()) for _ in range(6)]
+    got = [picker.pick(subnet, frozenset(), set(), set(), set()) for _ in range(6)]
     assert got == [ip(a) for a in ("10.77.1.10", "10.77.1.11", "10.77.1.19", "10.77.1.20",
                                     "10.77.1.10", "10.77.1.11")]
 

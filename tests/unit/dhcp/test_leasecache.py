@@ -64,3 +64,38 @@ def test_trusted_relays() -> None:
     assert ip("10.78.200.3") in relays  # memoised answer
     assert "10.77.1.1" not in relays  # ints only
     assert not TrustedRelays([])
+
+
+def test_offer_holds_lapse_oldest_first_and_a_renewed_hold_moves_to_the_end() -> None:
+    holds = LeaseCache().holds
+    holds.hold(S, 1, b"a", 100.0)
+    holds.hold(S, 2, b"b", 110.0)
+    holds.hold(S, 3, b"a", 120.0)  # the client's new hold replaces its first one
+    assert holds.at(S, 1) is None and holds.client(S, b"a").ip == 3  # type: ignore[union-attr]
+    holds.hold(S, 2, b"b", 130.0)  # a retransmitted Discover holds anew
+    assert holds.lapse(119.0) == set() and len(holds) == 2
+    assert holds.lapse(125.0) == {S}
+    assert holds.client(S, b"a") is None and holds.at(S, 3) is None
+    assert holds.client(S, b"b") is not None and holds.live(125.0) == 1
+    assert holds.live(131.0) == 0  # lapsed, though not yet swept
+
+
+def test_holds_are_counted_as_offered_and_survive_a_resync() -> None:
+    cache = LeaseCache()
+    cache.holds.hold(S, 7, b"h", 1e10)
+    cache.put(_lease(1, b"a"))
+    cache.begin_resync()
+    cache.finish_resync([_lease(2, b"other-node")])
+    assert cache.holds.at(S, 7) is not None  # memory only: the reload does not know it
+    assert cache.counts() == {"offered": 1, "active": 1, "declined": 0}
+
+
+def test_a_dropped_oldest_hold_does_not_hide_the_next_one_from_lapsing() -> None:
+    holds = LeaseCache().holds
+    holds.hold(S, 1, b"a", 100.0)
+    holds.hold(S, 2, b"b", 110.0)
+    holds.drop(S, b"a")  # acknowledged
+    assert holds.lapse(105.0) == set() and holds.at(S, 2) is not None
+    assert holds.lapse(111.0) == {S} and len(holds) == 0
+    holds.hold(S, 3, b"c", 120.0)
+    assert holds.lapse(121.0) == {S}

@@ -194,7 +194,7 @@ def test_reservation_hostname_is_sent_when_asked() -> None:
                                             "hostname": "printer-3"}]))
     outcome = decide(tx_for(request(o.DISCOVER, MAC, giaddr=RELAY,
                                     extra={o.PRL: bytes((1, 12))})), env)
-    assert outcome.ip == ip("10.77.1.50")  # type: ignore[union-attr]
+    assert parse(outcome.data).yiaddr == ip("10.77.1.50")  # type: ignore[union-attr]
     tx = tx_for(request(o.DISCOVER, MAC, giaddr=RELAY, extra={o.PRL: bytes((1, 12))}))
     select_subnet(tx, env)
     from ipamd.dhcp.identity import identify

@@ -42,17 +42,24 @@ def make_server() -> tuple[DhcpServer, Endpoint]:
     return server, ep
 
 
-def test_discover_queues_a_commit_and_a_retransmission_is_busy() -> None:
+def test_discover_is_offered_at_once_and_the_request_queues_the_grant() -> None:
     server, ep = make_server()
-    msg = request(o.DISCOVER, b"\x02" * 6, giaddr=RELAY)
-    server.on_datagram(msg.to_bytes(), RELAY, 67, ep)
+    mac = b"\x02" * 6
+    server.on_datagram(request(o.DISCOVER, mac, giaddr=RELAY).to_bytes(), RELAY, 67, ep)
+    ((data, _addr),) = ep.sock.sent
+    offer = parse(data)
+    assert offer.message_type == o.OFFER and server.committer.queued == 0  # nothing written
+    assert server.cache.counts()["offered"] == 1
+    selecting = request(o.REQUEST, mac, giaddr=RELAY, requested=o.ip_to_str(offer.yiaddr),
+                        server_id=SERVER)
+    server.on_datagram(selecting.to_bytes(), RELAY, 67, ep)
     assert server.committer.queued == 1
-    server.on_datagram(msg.to_bytes(), RELAY, 67, ep)
+    server.on_datagram(selecting.to_bytes(), RELAY, 67, ep)  # retransmitted meanwhile
     assert server.committer.queued == 1
     assert server.counters.drops["client_busy"] == 1
-    assert server.counters.received[o.DISCOVER] == 2
-    # The busy packet's pick was given back.
-    assert len(server.env.pending_in(SUBNET)) == 1
+    assert server.counters.received[o.REQUEST] == 2
+    # The busy packet's claim was given back, the first one's stands.
+    assert server.env.pending_in(SUBNET) == {offer.yiaddr}
 
 
 def test_immediate_offer_goes_to_the_relay_on_the_reply_port() -> None:
@@ -70,10 +77,10 @@ def test_untrusted_relay_is_dropped_and_counted_then_trusted_by_settings() -> No
     server, ep = make_server()
     msg = request(o.DISCOVER, b"\x02" * 6, giaddr="10.77.1.1")
     server.on_datagram(msg.to_bytes(), "10.99.0.1", 67, ep)
-    assert server.counters.drops["untrusted_relay"] == 1 and server.committer.queued == 0
+    assert server.counters.drops["untrusted_relay"] == 1 and not ep.sock.sent
     # The settings resource's list (plan.trusted_relays) adds to the TOML list.
     server.on_datagram(msg.to_bytes(), "10.66.4.4", 67, ep)
-    assert server.committer.queued == 1
+    assert server.counters.sent[o.OFFER] == 1
 
 
 def test_nak_without_relay_goes_back_to_the_sender() -> None:
