@@ -11,9 +11,9 @@ a short window (unless ``batch_max`` is already there) so that the load forms ba
 with several workers one batch is being built while another is in the database. The
 batches run on the committer's own sessions (``sessions``), not the shared pool.
 
-Discovers queue behind everything else: a batch takes the waiting Requests (Releases,
-Declines) first, so that under overload a client that was offered an address gets its
-Ack instead of waiting behind new clients. Ops that waited longer than ``stale_seconds``
+Discovers never come here: an Offer is answered from this node's memory (engine.py), so
+every queued op is a client's Request, Release or Decline, taken first come, first
+served. Ops that waited longer than ``stale_seconds``
 when their batch is formed are not written but handed to ``on_stale``: their clients have
 retransmitted or given up, and the database time goes to requests that can still be
 answered in time.
@@ -32,7 +32,6 @@ from ipamd.db.bridge import Database
 from ipamd.db.outage import Throttle, is_connection_loss
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.context import Exchange
-from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.sessions import open_commit_db
 
 log = logging.getLogger("ipamd.dhcp.commit")
@@ -68,24 +67,22 @@ class Committer:
         self._saturated_seconds = 0.0
         self._saturated_from = 0.0
         self._sessions: Database | None = None
-        self._queue: list[Exchange] = []  # first served: Requests, Releases, Declines
-        self._later: list[Exchange] = []  # Discovers
+        self._queue: list[Exchange] = []
         self._lot = trio.lowlevel.ParkingLot()
         self._log = Throttle(log)
 
     def submit(self, tx: Exchange) -> None:
-        (self._later if tx.mtype == DISCOVER else self._queue).append(tx)
+        self._queue.append(tx)
         if self._lot:  # a parked worker (len of the lot: cheaper than its statistics())
             self._lot.unpark()
 
     @property
     def queued(self) -> int:
-        return len(self._queue) + len(self._later)
+        return len(self._queue)
 
     def waited(self, now: float) -> float:
         """How long the oldest queued op has waited (s), by ``Exchange.born``; 0 when none."""
-        heads = [q[0].born for q in (self._queue, self._later) if q]
-        return now - min(heads) if heads else 0.0
+        return now - self._queue[0].born if self._queue else 0.0
 
     def saturated_seconds(self) -> float:
         """Seconds so far with every commit worker busy, the current stretch included."""
@@ -93,13 +90,8 @@ class Committer:
         return self._saturated_seconds + (now if self.in_flight == self.workers else 0.0)
 
     def _take(self) -> list[Exchange]:
-        queue, later, size = self._queue, self._later, self.batch_max
-        batch = queue[:size]
-        del queue[:size]
-        room = size - len(batch)
-        if room and later:
-            batch += later[:room]
-            del later[:room]
+        batch = self._queue[:self.batch_max]
+        del self._queue[:self.batch_max]
         return batch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
