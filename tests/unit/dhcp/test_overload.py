@@ -116,16 +116,15 @@ def _committer(stale: float = 0.0) -> tuple[Committer, list[Sequence[Exchange]]]
     return committer, dropped
 
 
-def test_requests_go_into_batches_before_discovers() -> None:
-    committer, _ = _committer()
-    d1, d2, r1, r2, r3 = (_tx(o.DISCOVER, 1.0), _tx(o.DISCOVER, 2.0), _tx(o.REQUEST, 3.0),
-                          _tx(o.RELEASE, 4.0), _tx(o.REQUEST, 5.0))
-    for tx in (d1, d2, r1, r2):
+def test_ops_go_into_batches_first_come_first_served() -> None:
+    committer, _ = _committer()  # (only Requests, Releases, Declines: Offers need no write)
+    r1, r2, r3, r4 = (_tx(o.REQUEST, 1.0), _tx(o.RELEASE, 2.0), _tx(o.REQUEST, 3.0),
+                      _tx(o.DECLINE, 4.0))
+    for tx in (r1, r2, r3, r4):
         committer.submit(tx)
-    assert committer.waited(10.0) == 9.0  # the oldest of both queues
-    assert committer._take() == [r1, r2, d1]
-    committer.submit(r3)
-    assert committer._take() == [r3, d2]
+    assert committer.waited(10.0) == 9.0  # the oldest
+    assert committer._take() == [r1, r2, r3]  # batch_max
+    assert committer._take() == [r4]
     assert committer.queued == 0 and committer.waited(10.0) == 0.0
 
 
