@@ -57,6 +57,7 @@ WRK = shutil.which("wrk") or "/usr/bin/wrk"
 PATH = "/prefixes?limit=50"
 PREFIXES = 60
 POOL = ("127.77.1.0", "127.77.254.254")
+POOL_SIZE = 254 * 256 - 1
 
 # wrk: the token on every request; the figures as one JSON line at the end.
 LUA = """wrk.headers["Authorization"] = "Bearer %s"
@@ -173,17 +174,23 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
             print(f"DHCP over the loopback relay: ceiling {ceiling} DORA/s "
                   f"({storm['acks']} acks, abandoned {storm['abandoned']}); offering {half:.0f}",
                   flush=True)
-            count = int(half * args.duration)
+            # Every DORA takes a new address: the runs must fit in the pool that is left.
+            left = POOL_SIZE - args.ceiling_clients
+            seconds = max(1, min(args.duration, int(left / (2 * args.runs * max(half, 1.0)))))
+            count = int(half * seconds)
+            report["dhcp"]["seconds"] = seconds
+            print(f"  (DHCP at half its ceiling for {seconds} s per run: {count:,} new clients "
+                  "each, within the pool)", flush=True)
             alone, with_api, api_with_dhcp = [], [], []
             for _ in range(args.runs):
                 alone.append(dora_load(sock, server, count, client, 256, False,
-                                       rate=half, seconds=args.duration + 10))
+                                       rate=half, seconds=seconds + 10))
                 client += count
                 load = os.getloadavg()[0]
                 cpu = app.cpu_seconds()
-                wrk = start_wrk(app.base + PATH, script, 8, args.duration)
+                wrk = start_wrk(app.base + PATH, script, 8, seconds)
                 with_api.append(dora_load(sock, server, count, client, 256, False,
-                                          rate=half, seconds=args.duration + 10))
+                                          rate=half, seconds=seconds + 10))
                 client += count
                 api_with_dhcp.append(wrk_result(wrk, cpu, app, load))
                 print(f"  DHCP alone {alone[-1]['dora_per_s']} DORA/s, with the API "

@@ -41,7 +41,7 @@ log = logging.getLogger("ipamd.child")
 
 REPORT_SECONDS = 5.0
 STOP_GRACE_SECONDS = 5.0
-BUSY_SAMPLE_SECONDS = 0.1
+BUSY_SAMPLE_SECONDS = 0.02  # a storm must hold the child back within its first moments
 _REPORT_MAX_BYTES = 1 << 20  # a report line longer than this is a broken child
 
 

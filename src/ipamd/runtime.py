@@ -65,9 +65,11 @@ CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery
 
 
 class DhcpAtCeiling:
-    """Is this node's DHCP server at its ceiling? Busy once every commit worker was busy
-    for at least BUSY_ABOVE of a sample interval; idle again only after IDLE_AFTER_SECONDS
-    below IDLE_BELOW, so a storm's short lulls do not let the held-back work in."""
+    """Is this node's DHCP server at its ceiling? Busy once, for at least BUSY_ABOVE of a
+    sample interval, every commit worker was busy (the database is the limit) or its
+    receive loop never waited for a packet (the process is); idle again only after
+    IDLE_AFTER_SECONDS below IDLE_BELOW, so a storm's short lulls do not let the held-back
+    work in."""
 
     BUSY_ABOVE = 0.5
     IDLE_BELOW = 0.25
@@ -76,7 +78,7 @@ class DhcpAtCeiling:
     def __init__(self, state: AppState) -> None:
         self.state = state
         self.busy = False
-        self._last: tuple[float, float] | None = None  # (time, saturated seconds)
+        self._last: tuple[float, float, float] | None = None  # (time, the two figures)
         self._calm_since: float | None = None
 
     def __call__(self) -> bool:
@@ -84,11 +86,11 @@ class DhcpAtCeiling:
         if dhcp is None:
             self._last, self.busy = None, False
             return False
-        saturated = dhcp.saturated_seconds()
-        last, self._last = self._last, (now, saturated)
+        saturated, receiving = dhcp.saturated_seconds(), dhcp.receiving_seconds()
+        last, self._last = self._last, (now, saturated, receiving)
         if last is None or now <= last[0]:
             return self.busy
-        share = (saturated - last[1]) / (now - last[0])
+        share = max(saturated - last[1], receiving - last[2]) / (now - last[0])
         if share >= self.BUSY_ABOVE:
             self.busy, self._calm_since = True, None
         elif self.busy and share < self.IDLE_BELOW:

@@ -34,8 +34,13 @@ class DhcpControl(Protocol):
         ...
 
     def saturated_seconds(self) -> float:
-        """Seconds so far the server ran at its ceiling (every commit worker busy): work
-        that can wait (DNS updates) yields while this grows nearly as fast as time."""
+        """Seconds so far every commit worker was busy (the database is the ceiling)."""
+        ...
+
+    def receiving_seconds(self) -> float:
+        """Seconds so far its busiest socket always had a packet waiting (the process is the
+        ceiling). Work that can wait (DNS updates) yields while either grows nearly as fast
+        as time."""
         ...
 
     def counters_snapshot(self) -> dict[str, Any]:

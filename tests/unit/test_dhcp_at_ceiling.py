@@ -16,9 +16,13 @@ from ipamd.runtime import DhcpAtCeiling
 class Dhcp:
     def __init__(self) -> None:
         self.saturated = 0.0
+        self.receiving = 0.0
 
     def saturated_seconds(self) -> float:
         return self.saturated
+
+    def receiving_seconds(self) -> float:
+        return self.receiving
 
 
 async def _step(signal: DhcpAtCeiling, dhcp: Dhcp, share: float) -> bool:
@@ -43,6 +47,16 @@ async def test_busy_at_the_ceiling_then_idle_after_a_calm_second(
     # ...and a calm second ends it.
     calm = [await _step(signal, dhcp, 0.1) for _ in range(12)]
     assert calm[:9] == [True] * 9 and calm[-1] is False
+
+
+async def test_a_receive_loop_that_never_waits_is_busy_too(
+        autojump_clock: trio.testing.MockClock) -> None:
+    dhcp = Dhcp()
+    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp))  # type: ignore[arg-type]
+    signal()
+    dhcp.receiving += 0.08  # the process is the limit; the commit workers keep up
+    await trio.sleep(0.1)
+    assert signal() is True
 
 
 async def test_no_dhcp_server_is_never_busy(autojump_clock: trio.testing.MockClock) -> None:

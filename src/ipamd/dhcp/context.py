@@ -34,6 +34,9 @@ class Endpoint:
     pktinfo: bool = False  # wildcard bind: each packet's local address comes from IP_PKTINFO
     # How long the last sampled packet waited in this socket's queue (s); 0 once drained.
     queue_age: float = 0.0
+    # Time its receive loop spent waiting for a packet (idle), and since when it waits now.
+    waited: float = 0.0
+    waiting_since: float | None = None
 
 
 class Exchange:

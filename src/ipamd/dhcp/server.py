@@ -104,6 +104,7 @@ class DhcpServer:
         self._replies_wake = trio.Event()
         self._pacing = False
         self._error_window = (0.0, 0)
+        self._started = _monotonic()
 
     # ------------------------------------------------------------------ set-up
 
@@ -144,6 +145,7 @@ class DhcpServer:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._open_sockets()
+        self._started = _monotonic()
         try:
             for row in await self.state.db.run(leasestore.load_live):
                 self.cache.put(Lease(*row))
@@ -196,7 +198,12 @@ class DhcpServer:
             except BlockingIOError:
                 handled = sample = 0
                 ep.queue_age = 0.0
-                await wait(sock)
+                ep.waiting_since = since = _monotonic()
+                try:
+                    await wait(sock)
+                finally:
+                    ep.waited += _monotonic() - since
+                    ep.waiting_since = None
                 continue
             except OSError as error:  # e.g. a stray ICMP error reported on the socket
                 log.debug("receive on %s: %s", ep.port, error)
@@ -398,6 +405,13 @@ class DhcpServer:
 
     def saturated_seconds(self) -> float:
         return self.committer.saturated_seconds()
+
+    def receiving_seconds(self) -> float:
+        """Seconds so far the busiest socket's receive loop never waited for a packet."""
+        now = _monotonic()
+        return max((now - self._started - ep.waited
+                    - (now - ep.waiting_since if ep.waiting_since is not None else 0.0)
+                    for ep in self.endpoints), default=0.0)
 
     def counters_snapshot(self) -> dict[str, Any]:
         return self.counters.snapshot()
