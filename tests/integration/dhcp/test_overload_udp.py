@@ -4,18 +4,35 @@ past dhcp.stale_wait_ms are dropped unparsed, fresh ones are handled (loopback o
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
 from ipamd.dhcp import options as o
 from ipamd.dhcp.server import DhcpServer
-from ipamd.dhcp.sockets import open_listen
+from ipamd.dhcp.sockets import ancillary, open_listen
 from tests.unit.dhcp.envs import RELAY
 from tests.unit.dhcp.packets import mac_bytes, request
 from tests.unit.dhcp.test_server_packets import make_server
 
 ALONE = "127.81.0.1"
+
+
+async def _until_the_kernel_stamps_arrivals(client: socket.socket, ep: Any) -> None:
+    """Linux turns arrival stamps on for the whole stack in deferred work when the first
+    socket asks (and off when the last one closes): datagrams queued before that get no
+    stamp and are stamped when read — as if fresh. In a long suite the race was lost now
+    and then (this test failed so in CI). Probe until a queued datagram keeps its age."""
+    for _ in range(50):
+        client.sendto(b"probe", (ALONE, ep.port))
+        await trio.sleep(0.05)
+        _data, ancdata, _flags, _addr = ep.sock.recvmsg(4096, 256)
+        _local, arrived = ancillary(ancdata)
+        if arrived and time.time() - arrived >= 0.04:
+            return
+    raise AssertionError("the kernel never stamped a datagram's arrival")
 
 
 async def _read_until(server: DhcpServer, ep: object, done: Callable[[], bool]) -> None:
@@ -38,6 +55,7 @@ async def test_packets_that_waited_too_long_in_the_socket_are_dropped_unparsed()
     ep = open_listen(f"{ALONE}:0", False)
     client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
+        await _until_the_kernel_stamps_arrivals(client, ep)
         for n in range(20):
             client.sendto(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY).to_bytes(),
                           (ALONE, ep.port))
