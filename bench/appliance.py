@@ -115,13 +115,30 @@ class Appliance:
             return 0.0
         return sum(_cpu_of(pid) for pid in [self.proc.pid, *_children(self.proc.pid)])
 
+    def cpu_split(self) -> dict[str, float]:
+        """CPU so far of the appliance's own process and of its children apart."""
+        if self.proc is None:
+            return {"appliance": 0.0, "children": 0.0}
+        return {"appliance": _cpu_of(self.proc.pid),
+                "children": sum(_cpu_of(pid) for pid in _children(self.proc.pid))}
 
-def _cpu_of(pid: int) -> float:
+
+def _cpu_of(pid: int, reaped: bool = False) -> float:
+    """User + system CPU of `pid`; with `reaped`, also of its children that have ended and
+    been waited for (Postgres backends that came and went)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0  # gone meanwhile
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and all of its children, living or ended (e.g. a postmaster)."""
+    return _cpu_of(pid, reaped=True) + sum(_cpu_of(child) for child in _children(pid))
 
 
 def _children(pid: int) -> list[int]:

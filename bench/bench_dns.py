@@ -40,6 +40,7 @@ import random
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,7 @@ from bench.appliance import (  # noqa: E402
     dora_load,
     relay_socket,
     running,
+    tree_cpu_seconds,
     wait_dhcp,
 )
 from tests.support import postgres  # noqa: E402
@@ -360,94 +362,152 @@ def ddns_subnet(app: Appliance, server_id: str | None, adapter: str) -> str:
     return subnet["id"]
 
 
+def peer_pid(adapter: str, bind: Bind, pdns: PowerDns) -> int | None:
+    proc = {"bind_tsig": bind.proc, "powerdns_http": pdns.proc}.get(adapter)
+    return proc.pid if proc is not None else None
+
+
+def storm_cpu(app: Appliance, pg: Pg, peer: int | None) -> dict[str, float]:
+    """CPU seconds so far of each part a storm runs on: the appliance's DHCP process, its
+    DNS delivery child, PostgreSQL, the DNS server, and this load generator."""
+    split = app.cpu_split()
+    own = os.times()
+    return {"dhcp": split["appliance"], "dns_child": split["children"],
+            "postgres": tree_cpu_seconds(pg.server.process.pid),
+            "dns_server": tree_cpu_seconds(peer) if peer else 0.0,
+            "load_generator": own.user + own.system}
+
+
 def bench_ddns(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
     bind = Bind(work / "bind-ddns", [DDNS_ZONE, DDNS_REVERSE])
     pdns = PowerDns(work / "pdns")
     sock = relay_socket()
     report: dict[str, Any] = {"updates": args.updates, "dora_clients": args.dora_clients,
-                              "window": args.window, "adapters": {}, "dhcp": {}}
+                              "window": args.window, "adapters": {}, "rounds": []}
     try:
         bind.start()
         pdns.start()
         for zone in (DDNS_ZONE, DDNS_REVERSE):
             pdns.create_zone(zone)
-        env = {TSIG_ENV: bind.secret, PDNS_ENV: pdns.key}
-        next_client = 1
         # PowerDNS on gsqlite3 answers concurrent PATCHes with HTTP 500 "database is locked":
         # its updates go through --pdns-workers outbox workers (one: serialised).
-        workers = {"none": args.workers, "bind_tsig": args.workers,
-                   "powerdns_http": args.pdns_workers}
-        report["workers"] = workers
-        for adapter in ["none", *args.adapter_list]:
-            dsn = pg.fresh(adapter)
-            dhcp_port = free_port()
-            app = Appliance(work, dsn, f"ddns-{adapter}", {
-                "dhcp": {"enabled": True, "listen": [f"127.0.0.1:{dhcp_port}"],
-                         "reply_port": sock.getsockname()[1], "server_id": "127.0.0.1",
-                         "trusted_relays": [DHCP_NET]},
-                "outbox": {"enabled": True, "workers": workers[adapter],
-                           "dns_delivery_nice": args.dns_nice}}, env)
-            server = ("127.0.0.1", dhcp_port)
-            with running(app):
-                server_id = None if adapter == "none" else ddns_server(app, adapter, bind, pdns)
-                subnet_id = ddns_subnet(app, server_id, adapter)
-                wait_dhcp(sock, server)
-                if adapter != "none":
-                    cpu = app.cpu_seconds()
-                    started = time.time()
-                    Pg.run(dsn, _grant_burst, subnet_id, args.updates)
-                    committed = time.time()
-                    rows = wait_drained(dsn, args.updates, 120)
-                    cpu = app.cpu_seconds() - cpu
-                    last = rows["last_delivered"] or committed
-                    result = {
-                        "rows": rows["total"], "delivered": rows["delivered"],
-                        "failed": rows["failed"], "retried": rows["retried"],
-                        "commit_s": round(committed - started, 3),
-                        "drain_s": round(last - committed, 3),
-                        "updates_per_s": round(rows["delivered"] / (last - committed), 1)
-                        if last > committed else None,
-                        "appliance_cpu_us_per_update": round(cpu / args.updates * 1e6),
-                        "an_error": rows["an_error"],
-                    }
-                    check = bind if adapter == "bind_tsig" else pdns
-                    probe = args.updates // 2
-                    result["spot_check"] = check.dig(f"ddns-{probe}.{DDNS_ZONE}", "A")
-                    report["adapters"][adapter] = result
-                    print(f"  {adapter:<14} {args.updates:,} grants → {rows['delivered']:,} "
-                          f"delivered in {result['drain_s']} s = {result['updates_per_s']} "
-                          f"updates/s, failed {rows['failed']}, retried {rows['retried']}, "
-                          f"appliance CPU {result['appliance_cpu_us_per_update']} µs/update",
-                          flush=True)
-                # The same start for every storm: what the update burst set going (BIND's
-                # journal, autovacuum of the outbox) settles first; "off" waits as long.
-                time.sleep(args.settle)
-                prior = Pg.run(dsn, _dns_rows)
-                before = prior["total"]
-                load = os.getloadavg()[0]
-                dora = dora_load(sock, server, args.dora_clients, next_client, args.window,
-                                 hostnames=True)
-                next_client += args.dora_clients
-                dora["load"] = round(load, 2)
-                if adapter != "none":
-                    ended = time.time()
-                    # The storm's names catch up after it (PowerDNS on gsqlite3 takes ~100
-                    # updates/s): wait long enough, and say how many made it.
-                    rows = wait_drained(dsn, before + dora["acks"], 600)
-                    dora["ddns_rows"] = rows["total"] - before
-                    dora["ddns_delivered"] = rows["delivered"] - prior["delivered"]
-                    dora["ddns_failed"] = rows["failed"]
-                    dora["ddns_done_after_last_ack_s"] = round(
-                        max(0.0, (rows["last_delivered"] or ended) - ended), 2)
-                report["dhcp"][adapter] = dora
-                print(f"  DORA, DDNS {adapter:<14} {dora['dora_per_s']} DORA/s "
-                      f"({dora['acks']:,} acks in {dora['seconds']} s, abandoned "
-                      f"{dora['abandoned']}, load {load:.1f})", flush=True)
+        report["workers"] = {"none": args.workers, "bind_tsig": args.workers,
+                             "powerdns_http": args.pdns_workers}
+        run = DdnsRun(args, pg, work, bind, pdns, sock, report)
+        # Off and on storms alternate, round after round, so a drift of the machine (a
+        # checkpoint, another process) falls on both alike; the medians are compared.
+        for number in range(args.rounds):
+            storms: dict[str, Any] = {}
+            for adapter in ["none", *args.adapter_list]:
+                storms[adapter] = run.storm(adapter, first_round=number == 0)
+            report["rounds"].append(storms)
+        report["dhcp"] = {
+            adapter: {"dora_per_s": statistics.median(r[adapter]["dora_per_s"]
+                                                      for r in report["rounds"])}
+            for adapter in ["none", *args.adapter_list]}
     finally:
         sock.close()
         bind.stop()
         pdns.stop()
     return report
+
+
+class DdnsRun:
+    """One storm on a fresh database and appliance, with DDNS off (`none`) or to an adapter."""
+
+    def __init__(self, args: argparse.Namespace, pg: Pg, work: Path, bind: Bind,
+                 pdns: PowerDns, sock: Any, report: dict[str, Any]) -> None:
+        self.args, self.pg, self.work, self.bind, self.pdns = args, pg, work, bind, pdns
+        self.sock, self.report = sock, report
+        self.next_client = 1
+        self.storms = 0
+        self.env = {TSIG_ENV: bind.secret, PDNS_ENV: pdns.key}
+
+    def storm(self, adapter: str, first_round: bool) -> dict[str, Any]:
+        args, pg = self.args, self.pg
+        dsn = pg.fresh(adapter)
+        dhcp_port = free_port()
+        self.storms += 1
+        app = Appliance(self.work, dsn, f"ddns-{self.storms}-{adapter}", {
+            "dhcp": {"enabled": True, "listen": [f"127.0.0.1:{dhcp_port}"],
+                     "reply_port": self.sock.getsockname()[1], "server_id": "127.0.0.1",
+                     "trusted_relays": [DHCP_NET]},
+            "outbox": {"enabled": True, "workers": self.report["workers"][adapter],
+                       "dns_delivery_nice": args.dns_nice,
+                       "dns_storm_updates_per_second": args.dns_storm_rate}}, self.env)
+        server = ("127.0.0.1", dhcp_port)
+        peer = peer_pid(adapter, self.bind, self.pdns)
+        with running(app):
+            server_id = (None if adapter == "none"
+                         else ddns_server(app, adapter, self.bind, self.pdns))
+            subnet_id = ddns_subnet(app, server_id, adapter)
+            wait_dhcp(self.sock, server)
+            if adapter != "none":
+                # Every storm with DDNS on starts alike: the delivery process running, after
+                # a burst of updates (measured in the first round).
+                self.update_burst(app, dsn, subnet_id, adapter, measure=first_round)
+            # What the burst set going (BIND's journal, autovacuum of the outbox) settles
+            # first; "off" waits as long.
+            time.sleep(args.settle)
+            prior = Pg.run(dsn, _dns_rows)
+            load = os.getloadavg()[0]
+            cpu_before = storm_cpu(app, pg, peer)
+            dora = dora_load(self.sock, server, args.dora_clients, self.next_client,
+                             args.window, hostnames=True)
+            self.next_client += args.dora_clients
+            dora["load"] = round(load, 2)
+            dora["cpu_s"] = {name: round(spent - cpu_before[name], 2)
+                             for name, spent in storm_cpu(app, pg, peer).items()}
+            if adapter != "none":
+                ended = time.time()
+                # How much DNS work ran during the storm (the rest waited, as rows).
+                during = Pg.run(dsn, _dns_rows)
+                dora["ddns_delivered_in_storm"] = during["delivered"] - prior["delivered"]
+                if first_round:
+                    # The storm's names catch up after it (PowerDNS on gsqlite3 takes ~100
+                    # updates/s): wait long enough, and say how many made it. Later rounds
+                    # measure the storm only.
+                    rows = wait_drained(dsn, prior["total"] + dora["acks"], 600)
+                    dora["ddns_rows"] = rows["total"] - prior["total"]
+                    dora["ddns_delivered"] = rows["delivered"] - prior["delivered"]
+                    dora["ddns_failed"] = rows["failed"]
+                    dora["ddns_done_after_last_ack_s"] = round(
+                        max(0.0, (rows["last_delivered"] or ended) - ended), 2)
+        print(f"  DORA, DDNS {adapter:<14} {dora['dora_per_s']} DORA/s "
+              f"({dora['acks']:,} acks in {dora['seconds']} s, abandoned "
+              f"{dora['abandoned']}, load {load:.1f}); CPU s in the storm: "
+              + ", ".join(f"{k} {v}" for k, v in dora["cpu_s"].items()), flush=True)
+        return dora
+
+    def update_burst(self, app: Appliance, dsn: str, subnet_id: str, adapter: str,
+                     measure: bool) -> None:
+        updates = self.args.updates
+        cpu = app.cpu_seconds()
+        started = time.time()
+        Pg.run(dsn, _grant_burst, subnet_id, updates)
+        committed = time.time()
+        rows = wait_drained(dsn, updates, 120)
+        if not measure:
+            return
+        cpu = app.cpu_seconds() - cpu
+        last = rows["last_delivered"] or committed
+        result = {
+            "rows": rows["total"], "delivered": rows["delivered"],
+            "failed": rows["failed"], "retried": rows["retried"],
+            "commit_s": round(committed - started, 3),
+            "drain_s": round(last - committed, 3),
+            "updates_per_s": round(rows["delivered"] / (last - committed), 1)
+            if last > committed else None,
+            "appliance_cpu_us_per_update": round(cpu / updates * 1e6),
+            "an_error": rows["an_error"],
+        }
+        check = self.bind if adapter == "bind_tsig" else self.pdns
+        result["spot_check"] = check.dig(f"ddns-{updates // 2}.{DDNS_ZONE}", "A")
+        self.report["adapters"][adapter] = result
+        print(f"  {adapter:<14} {updates:,} grants → {rows['delivered']:,} "
+              f"delivered in {result['drain_s']} s = {result['updates_per_s']} "
+              f"updates/s, failed {rows['failed']}, retried {rows['retried']}, "
+              f"appliance CPU {result['appliance_cpu_us_per_update']} µs/update", flush=True)
 
 
 # --- profile: where a query's CPU goes, no sockets -----------------------------------------
@@ -555,18 +615,27 @@ def table(report: dict[str, Any]) -> str:
                         f"{r['failed']:>7} {r['retried']:>8} "
                         f"{r['appliance_cpu_us_per_update']:>11}  {r['spot_check']}")
         rows.append(f"\ndhcp: {ddns['dora_clients']:,} DORAs over a loopback relay, "
-                    f"{ddns['window']} in flight, each client with its own host name")
-        rows.append(f"  {'DDNS':<14} {'DORA/s':>9} {'acks':>7} {'abandoned':>9} "
-                    f"{'vs off':>7} {'DDNS done +s':>12} {'delivered':>9} {'failed':>7} "
-                    f"{'load':>5}")
-        off = ddns["dhcp"].get("none", {}).get("dora_per_s")
+                    f"{ddns['window']} in flight, each client with its own host name; off and "
+                    f"on alternate, {len(ddns['rounds'])} round(s)")
+        rows.append(f"  {'round':<5} {'DDNS':<14} {'DORA/s':>9} {'acks':>7} {'abandoned':>9} "
+                    f"{'vs off':>7} {'in storm':>8} {'DDNS done +s':>12} {'delivered':>9} "
+                    f"{'failed':>7} {'load':>5}")
+        for number, storms in enumerate(ddns["rounds"], 1):
+            off = storms["none"]["dora_per_s"]
+            for adapter, r in storms.items():
+                rows.append(
+                    f"  {number:<5} {'off' if adapter == 'none' else adapter:<14} "
+                    f"{_f(r['dora_per_s'], 1):>9} {r['acks']:>7} {r['abandoned']:>9} "
+                    f"{'' if adapter == 'none' else _ratio(r['dora_per_s'], off):>7} "
+                    f"{r.get('ddns_delivered_in_storm', ''):>8} "
+                    f"{r.get('ddns_done_after_last_ack_s', ''):>12} "
+                    f"{r.get('ddns_delivered', ''):>9} "
+                    f"{r.get('ddns_failed', ''):>7} {r['load']:>5.1f}")
+        off = ddns["dhcp"]["none"]["dora_per_s"]
         for adapter, r in ddns["dhcp"].items():
-            rows.append(f"  {'off' if adapter == 'none' else adapter:<14} "
-                        f"{_f(r['dora_per_s'], 1):>9} {r['acks']:>7} {r['abandoned']:>9} "
-                        f"{'' if adapter == 'none' else _ratio(r['dora_per_s'], off):>7} "
-                        f"{r.get('ddns_done_after_last_ack_s', ''):>12} "
-                        f"{r.get('ddns_delivered', ''):>9} "
-                        f"{r.get('ddns_failed', ''):>7} {r['load']:>5.1f}")
+            rows.append(f"  {'median':<5} {'off' if adapter == 'none' else adapter:<14} "
+                        f"{_f(r['dora_per_s'], 1):>9} {'':>7} {'':>9} "
+                        f"{'' if adapter == 'none' else _ratio(r['dora_per_s'], off):>7}")
     return "\n".join(rows)
 
 
@@ -602,9 +671,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="outbox workers for powerdns_http (gsqlite3 takes one writer)")
     parser.add_argument("--dns-nice", type=int, default=parse_config({}).outbox.dns_delivery_nice,
                         help="the DNS delivery process's nice (default: the configuration's)")
+    parser.add_argument("--dns-storm-rate", type=float,
+                        default=parse_config({}).outbox.dns_storm_updates_per_second,
+                        help="DNS updates/s while DHCP is at its ceiling (default: the "
+                             "configuration's)")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds between the update burst and the DHCP storm")
     parser.add_argument("--dora-clients", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="storms with DDNS off and on, alternating (medians compared)")
+    parser.add_argument("--pg-nondurable", action="store_true",
+                        help="PostgreSQL with fsync and synchronous commit off")
     parser.add_argument("--window", type=int, default=256,
                         help="DORAs in flight (enough to find the server's ceiling)")
     args = parser.parse_args(argv)
@@ -615,6 +692,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("adapters: bind_tsig, powerdns_http")
     if not 1 <= args.records <= 60_000 or not 1 <= args.updates <= 20_000:
         parser.error("records 1..60000, updates 1..20000")
+    if not 1 <= args.rounds <= 10:
+        parser.error("rounds 1..10")
     if not 1 <= args.duration <= 120 or not 1 <= args.dora_clients <= 50_000:
         parser.error("duration 1..120 s, dora-clients 1..50000")
     return args
@@ -638,7 +717,9 @@ def main(argv: list[str] | None = None) -> int:
         "dnsperf": "".join(re.findall(r"Version (\S+)", _output([DNSPERF, "-h"])))}}
     print(f"peers: {report['versions']['named']}, dnsperf {report['versions']['dnsperf']}",
           flush=True)
-    server = postgres.start()
+    # Durable, as the appliance runs: a lease's commit waits for its fsync, and the DHCP
+    # figures with DDNS on and off are of that server (--pg-nondurable: without the disk).
+    server = postgres.start(durable=not args.pg_nondurable)
     try:
         pg = Pg(server)
         if "serve" in args.part_list:

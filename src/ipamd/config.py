@@ -169,7 +169,7 @@ class OutboxConfig(Section):
     hosts_file: str = ""
     retention_days: int = Field(default=30, ge=1)
     dns_delivery_nice: int = Field(default=10, ge=0, le=19)
-    dns_storm_updates_per_second: float = Field(default=20.0, ge=0, le=10_000)
+    dns_storm_updates_per_second: float = Field(default=5.0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _claim_outlives_request(self) -> OutboxConfig:

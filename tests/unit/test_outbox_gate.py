@@ -54,3 +54,31 @@ async def test_a_busy_flap_does_not_release_a_waiting_claim(autojump_clock: trio
         await trio.sleep(0.4)
         assert results == []
     assert results == [1]
+
+
+async def test_a_storm_noticed_within_the_wake_delay_holds_back_the_first_claim(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """The commit that wakes the scheduler may be a storm's first; the parent says busy a
+    sample or two later. The round waits out the wake delay, so its claim is trickled."""
+    gate = Gate(trickle_per_second=5, wake_delay=0.1)
+    began = trio.current_time()
+    results: list[tuple[int | None, float]] = []
+
+    async def claim_round() -> None:
+        await gate.after_wake()
+        results.append((await gate.allowance(), trio.current_time() - began))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(claim_round)
+        await trio.sleep(0.04)
+        gate.set_busy(True)
+    assert results == [(1, 0.1 + 0.2)]
+
+
+async def test_a_calm_wake_up_claims_freely_after_the_delay(
+        autojump_clock: trio.testing.MockClock) -> None:
+    gate = Gate(trickle_per_second=5, wake_delay=0.1)
+    began = trio.current_time()
+    await gate.after_wake()
+    assert await gate.allowance() is None
+    assert trio.current_time() - began == 0.1

@@ -8,12 +8,16 @@ from __future__ import annotations
 import re
 
 _BAD = re.compile(r"[^a-z0-9-]+")
+# What most clients send, already a valid label: kept as it is, without the rewriting.
+_GOOD = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 NAME_MAX = 253
 LABEL_MAX = 63
 
 
 def label(raw: str) -> str | None:
     """One host label from anything a client sends: lowercase LDH, no edge hyphens."""
+    if _GOOD.fullmatch(raw):
+        return raw
     text = _BAD.sub("-", raw.lower()).strip("-")[:LABEL_MAX].rstrip("-")
     return text or None
 
@@ -29,6 +33,8 @@ def ddns_fqdn(hostname: str | None, fqdn: str | None, zone: str | None) -> str |
         return None
     zone = zone.lower().rstrip(".")
     for given in (fqdn, hostname):
+        if not given:
+            continue
         parts = [label(part) for part in (given or "").strip().rstrip(".").split(".")]
         if not parts or parts[0] is None:
             continue

@@ -142,6 +142,8 @@ class Scheduler:
         while True:
             with trio.move_on_after(self.config.poll_interval_seconds):
                 await self._kick_recv.receive()
+            if self.gate is not None:
+                await self.gate.after_wake()
             try:
                 await self.claim_until_dry()
             except DB_ERRORS as error:
