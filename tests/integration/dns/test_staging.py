@@ -1,6 +1,8 @@
 """Lease DNS changes leave a DHCP commit as one staged entry per statement (migration 0008);
 the delivery process's claim turns entries into kind=dns rows, in its own transaction, each
-change once. A NOTIFY goes out only for the first entry staged, not for every commit."""
+change once. A NOTIFY goes out only for the first entry staged, not for every commit.
+Since 0010 the commit stages every named lease change without looking at its subnet (while
+any subnet sends updates at all); the expansion keeps only those of such subnets, in zone."""
 
 from __future__ import annotations
 
@@ -67,13 +69,15 @@ async def test_one_entry_per_statement_each_change_expanded_once(db) -> None:
         await db.transaction(_grant, subnet, [f"b{i}.{ZONE}" for i in range(2)])
         await db.transaction(_grant, plain, [f"c.{ZONE}"])  # no dynamic DNS there
         await db.transaction(_grant, subnet, ["outside.other.zone"])  # not in the zone
-        assert await db.run(_counts) == {"staged": 2, "rows": 0, "events": 0}
+        await db.transaction(_grant, subnet, [])  # a statement without events: nothing staged
+        assert await db.run(_counts) == {"staged": 4, "rows": 0, "events": 0}
         await trio.sleep(0.3)
         assert notified == ["dns"]  # the first entry only
 
-        # Entries are taken oldest first, whole, and gone with their rows made.
+        # Entries are taken oldest first, whole, and gone with their rows made; the changes
+        # of a subnet without dynamic DNS, or named outside its zone, make no row.
         assert await db.run(_expand, 1) == 3
-        assert await db.run(_counts) == {"staged": 1, "rows": 3, "events": 3}
+        assert await db.run(_counts) == {"staged": 3, "rows": 3, "events": 3}
         assert await db.run(_expand, 20) == 2
         assert await db.run(_counts) == {"staged": 0, "rows": 5, "events": 5}
         assert await db.run(_expand, 20) == 0
@@ -106,3 +110,12 @@ async def test_an_expansion_rolled_back_keeps_its_entries(db) -> None:
     with pytest.raises(RuntimeError):
         await db.transaction(expand_then_fail)
     assert await db.run(_counts) == {"staged": 1, "rows": 0, "events": 0}
+
+
+async def test_nothing_is_staged_while_no_subnet_sends_dns_updates(db) -> None:
+    async def seed_plain(conn: asyncpg.Connection) -> uuid.UUID:
+        return (await seed_subnet(conn, "127.78.0.0/16", gateway="127.78.0.1"))["subnet_id"]
+
+    plain = await db.transaction(seed_plain)
+    await db.transaction(_grant, plain, [f"c.{ZONE}"])  # a client's option 81 name
+    assert await db.run(_counts) == {"staged": 0, "rows": 0, "events": 0}
