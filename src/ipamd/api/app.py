@@ -91,6 +91,13 @@ def _rule(path: str) -> str:
     )
 
 
+async def _header(name: str) -> str | None:
+    """A request header, or None. (``headers.get`` of a missing header raises and catches a
+    werkzeug HTTP exception inside: ~40 µs, and most requests lack the optional ones.)"""
+    values = request.headers.getlist(name)
+    return values[0] if values else None
+
+
 async def _drain_body(response: Response) -> None:
     """Read a request body the handler never read (refused before it: 401, 404, 405, ...).
 
@@ -99,7 +106,7 @@ async def _drain_body(response: Response) -> None:
     connection usable. A body too large or too slow closes the connection instead.
     A request that declares no body (most GETs) has nothing left to read.
     """
-    if not request.content_length and "Transfer-Encoding" not in request.headers:
+    if _header("Content-Length") in (None, "", "0") and _header("Transfer-Encoding") is None:
         return
     with trio.move_on_after(2) as waited:
         try:
@@ -128,8 +135,9 @@ def create_app(state: AppState, token_cache: TokenCache | None = None) -> QuartT
     @app.before_request
     async def _begin() -> Response | None:
         g.started = time.perf_counter()
-        incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        incoming = _header("X-Request-Id")
+        g.request_id = (incoming if incoming is not None and _REQUEST_ID.match(incoming)
+                        else uuid.uuid4().hex)
         g.actor = None
         remote = request.remote_addr or ""
         g.loopback = auth.is_loopback(remote)
@@ -247,10 +255,10 @@ def _view(
                     headers={"Retry-After": retry_after(wait)},
                 )
         caller = await auth.authenticate(
-            state, token_cache, remote, request.headers.get("Authorization"))
+            state, token_cache, remote, _header("Authorization"))
         g.actor = caller.actor
         auth.authorize(caller, route.role)
-        key = request.headers.get("Idempotency-Key")
+        key = _header("Idempotency-Key")
         ctx = RequestContext(
             state=state,
             caller=caller,
