@@ -56,6 +56,7 @@ Service = Callable[..., Awaitable[None]]
 MAIN_PROCESS_KINDS = ("webhook", "alert")
 DNS_DELIVERY = "dns-delivery"
 API_WORKER = "api-worker"
+API_WORKER_REPORT_SECONDS = 1.0  # its request latency, for the node's /metrics
 
 
 def _dns_delivery(gate: Gate) -> Service:
@@ -477,7 +478,8 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
                 _freeze_startup_objects()
                 # The first report tells the parent this worker serves.
                 reporter = child.Reporter(lambda: {"pid": os.getpid(),
-                                                   "api_latency": latency.report()}, link)
+                                                   "api_latency": latency.report()}, link,
+                                          every=API_WORKER_REPORT_SECONDS)
                 nursery.start_soon(reporter.run)
                 await stop.wait()
                 with trio.move_on_after(config.api.graceful_timeout_seconds + 1):

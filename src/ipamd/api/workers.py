@@ -91,13 +91,16 @@ def apply_push(state: AppState, main: MainProcess, value: Any) -> None:
         return
     if isinstance(value.get("started_at"), (int, float)):
         state.started_at = float(value["started_at"])
+    # With DHCP enabled the worker always forwards: the server may start (or restart) in
+    # the main process after this push, and the main process knows whether it runs now.
     dhcp = value.get("dhcp")
-    if not isinstance(dhcp, dict):
+    figures = dhcp if isinstance(dhcp, dict) else {}
+    if not state.config.dhcp.enabled:
         state.dhcp = None
     elif isinstance(state.dhcp, MainDhcp):
-        state.dhcp.pushed = dhcp
+        state.dhcp.pushed = figures
     else:
-        state.dhcp = MainDhcp(main, dhcp)
+        state.dhcp = MainDhcp(main, figures)
 
 
 # ------------------------------------------------------------------ the main process's side
@@ -139,7 +142,7 @@ async def answer(state: AppState, limits: LocalLimits, worker: str, call: str,
 
 async def _metrics(state: AppState, worker: str, args: Any) -> str:
     """The node's metrics: the caller's request latency as it sent it, the other workers'
-    as of their last report (child.REPORT_SECONDS)."""
+    as of their last report (each second)."""
     latency = metrics.ApiLatency()
     own = state.counters.get("api_latency")
     if isinstance(own, metrics.ApiLatency):
