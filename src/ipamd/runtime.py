@@ -8,11 +8,13 @@ else is cancelled and the pool closed — well inside supervisor's stop timeout.
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import logging
 import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -245,35 +247,53 @@ async def _serve_api(
         nursery.cancel_scope.cancel()
 
 
-def _listening_sockets(hc: HypercornConfig) -> tuple[Sockets, list[str]]:
-    """The API's sockets, bound and listening (the workers inherit them), and their URLs."""
-    sockets = hc.create_sockets()
-    binds = []
-    for scheme, group in (("https", sockets.secure_sockets), ("http", sockets.insecure_sockets)):
-        for sock in group:
+def _bind_url(scheme: str, sock: socket.socket) -> str:
+    return f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}"
+
+
+def _worker_sockets(hc: HypercornConfig, count: int) -> tuple[list[Sockets], list[str]]:
+    """A set of listening sockets per worker, every set on the same addresses
+    (SO_REUSEPORT), and their URLs. The kernel spreads new connections over the sets by a
+    hash of the client's address and port; one shared socket would not: the worker that
+    waited last wins nearly every accept, and one worker would serve nearly every client.
+    A port 0 in the configuration (tests) is resolved by the first set."""
+    hc.workers = count  # hypercorn sets SO_REUSEPORT when it makes sockets for workers
+    first = hc.create_sockets()
+    again = copy.copy(hc)
+    again.bind = [repr_socket_addr(s.family, s.getsockname()) for s in
+                  (first.secure_sockets if hc.ssl_enabled else first.insecure_sockets)]
+    again.insecure_bind = ([repr_socket_addr(s.family, s.getsockname())
+                            for s in first.insecure_sockets] if hc.ssl_enabled else [])
+    sets = [first, *(again.create_sockets() for _ in range(count - 1))]
+    for group in sets:
+        for sock in (*group.secure_sockets, *group.insecure_sockets):
             sock.listen(hc.backlog)
-            binds.append(f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}")
-    return sockets, binds
+    binds = ([_bind_url("https", s) for s in first.secure_sockets]
+             + [_bind_url("http", s) for s in first.insecure_sockets])
+    return sets, binds
 
 
 async def _serve_api_workers(
     state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]],
 ) -> None:
-    """api.workers > 1: the API is served by that many child processes on sockets this
-    process binds (a connection waits in the backlog for whichever worker accepts it).
-    Each is a supervised service (restarted if it dies); they ask this process for what
-    they share (api/workers.py). On stop each drains its requests, as the API would here."""
+    """api.workers > 1: the API is served by that many child processes, each on its own
+    listening sockets on the API's addresses (bound here, so a restarted worker takes over
+    its predecessor's backlog). Each is a supervised service (restarted if it dies); they
+    ask this process for what they share (api/workers.py). On stop each drains its
+    requests, as the API would here."""
     config = state.config
-    sockets, binds = _listening_sockets(hypercorn_config(config))
-    secure = [s.fileno() for s in sockets.secure_sockets]
-    plain = [s.fileno() for s in sockets.insecure_sockets]
-    args = ["--https-fds", ",".join(map(str, secure)), "--http-fds", ",".join(map(str, plain))]
+    count = config.api.worker_count
+    sets, binds = _worker_sockets(hypercorn_config(config), count)
     limits = api_workers.LocalLimits()
     try:
         async with trio.open_nursery() as nursery:
-            for n in range(1, config.api.worker_count + 1):
+            for n, sockets in enumerate(sets, 1):
+                secure = [s.fileno() for s in sockets.secure_sockets]
+                plain = [s.fileno() for s in sockets.insecure_sockets]
                 worker = functools.partial(
-                    child.keep_running, role=API_WORKER, name=f"api-{n}", args=args,
+                    child.keep_running, role=API_WORKER, name=f"api-{n}",
+                    args=["--https-fds", ",".join(map(str, secure)),
+                          "--http-fds", ",".join(map(str, plain))],
                     pass_fds=secure + plain,
                     calls=functools.partial(api_workers.answer, state, limits),
                     pushes=functools.partial(api_workers.push, state), ready_on_report=True,
@@ -283,8 +303,9 @@ async def _serve_api_workers(
             await stop.wait()
             nursery.cancel_scope.cancel()  # each worker is told to stop, and drains
     finally:
-        for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
-            sock.close()
+        for sockets in sets:
+            for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
+                sock.close()
 
 
 class _Readiness:
