@@ -57,7 +57,7 @@ def make_config(dsn: str, **sections: dict[str, Any]) -> Config:
     data: dict[str, Any] = {
         "state_dir": "/tmp/ipamd-test-state",
         "database": {"dsn": dsn, "pool_min": 1, "pool_max": 8},
-        "api": {"public_listen": ["127.0.0.1:0"], "loopback_listen": "127.0.0.1:0",
+        "api": {"public_listen": ["127.0.0.1:0"], "loopback_listen": "127.0.0.1:0", "workers": 1,
                 "graceful_timeout_seconds": 0.5},
         "dhcp": {"enabled": False},
         "outbox": {"enabled": False},

@@ -42,8 +42,15 @@ def cmd_child(args: argparse.Namespace) -> int:
 
     config = child.read_config()
     logsetup.configure(config.logging.level)
-    trio.run(runtime.run_child, config, args.role)
+    if args.role == runtime.API_WORKER:
+        trio.run(runtime.run_api_worker, config, _fds(args.https_fds), _fds(args.http_fds))
+    else:
+        trio.run(runtime.run_child, config, args.role)
     return 0
+
+
+def _fds(text: str) -> list[int]:
+    return [int(fd) for fd in text.split(",") if fd]
 
 
 def cmd_db_server(args: argparse.Namespace) -> int:
@@ -242,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     back.set_defaults(fn=cmd_restore)
     role = sub.add_parser("child", help="internal: a role `ipamd run` runs in a child "
                           "process (the configuration comes on stdin)")
-    role.add_argument("role", choices=["dns-delivery"])
+    role.add_argument("role", choices=["dns-delivery", "api-worker"])
+    role.add_argument("--https-fds", default="", help="api-worker: its TLS listening sockets")
+    role.add_argument("--http-fds", default="", help="api-worker: its plain listening sockets")
     role.set_defaults(fn=cmd_child)
     args = parser.parse_args(argv)
     try:

@@ -55,6 +55,13 @@ class ApiConfig(Section):
     idempotency_ttl_seconds: int = Field(default=86_400, ge=60)
     graceful_timeout_seconds: float = Field(default=3.0, ge=0, le=30)
     console_enabled: bool = True
+    # Processes serving the API: 1 = the main process itself; more = that many worker
+    # processes on the same sockets; 0 = one per CPU core (see worker_count).
+    workers: int = Field(default=0, ge=0, le=64)
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or max(1, os.cpu_count() or 1)
 
     @field_validator("public_listen")
     @classmethod

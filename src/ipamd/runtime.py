@@ -8,21 +8,26 @@ else is cancelled and the pool closed — well inside supervisor's stop timeout.
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import logging
 import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import asyncpg
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
 from hypercorn.trio import serve
+from hypercorn.utils import repr_socket_addr
 
 from ipamd import child
 from ipamd.api import idempotency
+from ipamd.api import workers as api_workers
 from ipamd.api.app import create_app
 from ipamd.api.token_cache import TokenCache
 from ipamd.config import Config, ConfigError, redact_dsn
@@ -36,6 +41,7 @@ from ipamd.dhcp.sockets import interface_addresses
 from ipamd.dns import delivery as dns_delivery
 from ipamd.dns import embedded as dns_embedded
 from ipamd.ops import service as ops_service
+from ipamd.ops.metrics import ApiLatency
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
 from ipamd.state import AppState
@@ -51,6 +57,8 @@ Service = Callable[..., Awaitable[None]]
 
 MAIN_PROCESS_KINDS = ("webhook", "alert")
 DNS_DELIVERY = "dns-delivery"
+API_WORKER = "api-worker"
+API_WORKER_REPORT_SECONDS = 1.0  # its request latency, for the node's /metrics
 
 
 def _dns_delivery(gate: Gate) -> Service:
@@ -239,6 +247,67 @@ async def _serve_api(
         nursery.cancel_scope.cancel()
 
 
+def _bind_url(scheme: str, sock: socket.socket) -> str:
+    return f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}"
+
+
+def _worker_sockets(hc: HypercornConfig, count: int) -> tuple[list[Sockets], list[str]]:
+    """A set of listening sockets per worker, every set on the same addresses
+    (SO_REUSEPORT), and their URLs. The kernel spreads new connections over the sets by a
+    hash of the client's address and port; one shared socket would not: the worker that
+    waited last wins nearly every accept, and one worker would serve nearly every client.
+    A port 0 in the configuration (tests) is resolved by the first set."""
+    hc.workers = count  # hypercorn sets SO_REUSEPORT when it makes sockets for workers
+    first = hc.create_sockets()
+    again = copy.copy(hc)
+    again.bind = [repr_socket_addr(s.family, s.getsockname()) for s in
+                  (first.secure_sockets if hc.ssl_enabled else first.insecure_sockets)]
+    again.insecure_bind = ([repr_socket_addr(s.family, s.getsockname())
+                            for s in first.insecure_sockets] if hc.ssl_enabled else [])
+    sets = [first, *(again.create_sockets() for _ in range(count - 1))]
+    for group in sets:
+        for sock in (*group.secure_sockets, *group.insecure_sockets):
+            sock.listen(hc.backlog)
+    binds = ([_bind_url("https", s) for s in first.secure_sockets]
+             + [_bind_url("http", s) for s in first.insecure_sockets])
+    return sets, binds
+
+
+async def _serve_api_workers(
+    state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]],
+) -> None:
+    """api.workers > 1: the API is served by that many child processes, each on its own
+    listening sockets on the API's addresses (bound here, so a restarted worker takes over
+    its predecessor's backlog). Each is a supervised service (restarted if it dies); they
+    ask this process for what they share (api/workers.py). On stop each drains its
+    requests, as the API would here."""
+    config = state.config
+    count = config.api.worker_count
+    sets, binds = _worker_sockets(hypercorn_config(config), count)
+    limits = api_workers.LocalLimits()
+    try:
+        async with trio.open_nursery() as nursery:
+            for n, sockets in enumerate(sets, 1):
+                secure = [s.fileno() for s in sockets.secure_sockets]
+                plain = [s.fileno() for s in sockets.insecure_sockets]
+                worker = functools.partial(
+                    child.keep_running, role=API_WORKER, name=f"api-{n}",
+                    args=["--https-fds", ",".join(map(str, secure)),
+                          "--http-fds", ",".join(map(str, plain))],
+                    pass_fds=secure + plain,
+                    calls=functools.partial(api_workers.answer, state, limits),
+                    pushes=functools.partial(api_workers.push, state), ready_on_report=True,
+                    stop_grace=config.api.graceful_timeout_seconds + 2)
+                await nursery.start(supervise, f"api-{n}", worker, state)
+            task_status.started(binds)
+            await stop.wait()
+            nursery.cancel_scope.cancel()  # each worker is told to stop, and drains
+    finally:
+        for sockets in sets:
+            for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
+                sock.close()
+
+
 class _Readiness:
     """Forwards the first started() to the parent nursery and remembers that it happened."""
 
@@ -343,7 +412,10 @@ async def run(
 
                 async def api(*, task_status: trio.TaskStatus[list[str]]) -> None:
                     try:
-                        await _serve_api(state, token_cache, stop, task_status=task_status)
+                        if config.api.worker_count > 1:
+                            await _serve_api_workers(state, stop, task_status=task_status)
+                        else:
+                            await _serve_api(state, token_cache, stop, task_status=task_status)
                     finally:
                         api_done.set()
 
@@ -377,6 +449,66 @@ def _child_report(state: AppState) -> dict[str, object]:
     return {"pid": os.getpid(), "outbox": dict(state.counters.get("outbox") or {}),
             "outbox_latency": {kind: {"counts": h.counts, "total": h.total, "count": h.count}
                                for kind, h in latency.items()}}
+
+
+async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[int]) -> None:
+    """An API worker process (``ipamd child api-worker``, api.workers > 1): the API on the
+    listening sockets its parent passed, on a pool of its own, until its parent closes
+    stdin (or dies) or a signal asks it to stop; then it drains, as the API does in one
+    process. What the workers share goes through the parent (api/workers.py)."""
+    link = child.ParentLink()
+    async with asyncio_loop():
+        db = await Database.connect(database_dsn(config), min_size=config.database.pool_min,
+                                    max_size=config.database.pool_max,
+                                    timeout=config.database.connect_timeout_seconds)
+        try:
+            state = AppState(config=config, db=db, main_process=link)
+            stop, pushed = trio.Event(), trio.Event()
+            token_cache = TokenCache()
+            latency = state.counters.setdefault("api_latency", ApiLatency())
+
+            def on_push(value: object) -> None:
+                api_workers.apply_push(state, link, value)
+                pushed.set()
+
+            async with trio.open_nursery() as nursery:
+                async def parent_gone() -> None:
+                    await link.follow(on_push=on_push)
+                    stop.set()
+
+                nursery.start_soon(parent_gone)
+                nursery.start_soon(_watch_signals, stop)
+                nursery.start_soon(token_cache.follow, state.db)
+                await pushed.wait()  # state.dhcp as the parent has it, before any request
+                app = create_app(state, token_cache, api_workers.MainLimits(link))
+                hc = hypercorn_config(config)
+                hc.bind = [f"fd://{fd}" for fd in https_fds]
+                hc.insecure_bind = [f"fd://{fd}" for fd in http_fds]
+                if not https_fds:
+                    hc.bind, hc.insecure_bind = hc.insecure_bind, []
+                served = trio.Event()
+
+                async def serving(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    try:
+                        await serve(app, hc, shutdown_trigger=stop.wait,
+                                    task_status=task_status)
+                    finally:
+                        served.set()
+
+                await nursery.start(serving)
+                _freeze_startup_objects()
+                # The first report tells the parent this worker serves.
+                reporter = child.Reporter(lambda: {"pid": os.getpid(),
+                                                   "api_latency": latency.report()}, link,
+                                          every=API_WORKER_REPORT_SECONDS)
+                nursery.start_soon(reporter.run)
+                await stop.wait()
+                with trio.move_on_after(config.api.graceful_timeout_seconds + 1):
+                    await served.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await db.close()
 
 
 async def run_child(config: Config, role: str) -> None:

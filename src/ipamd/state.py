@@ -48,6 +48,19 @@ class DhcpControl(Protocol):
         ...
 
 
+class MainProcess(Protocol):
+    """In an API worker process (api.workers > 1): the way to the appliance's main process,
+    which owns what the workers share (the node's rate limits, its DHCP server, its metrics)."""
+
+    async def call(self, name: str, args: Any = None) -> Any:
+        """Ask the main process; its JSON-able answer (raises when it refuses or is gone)."""
+        ...
+
+    def tell(self, name: str, args: Any = None) -> None:
+        """Tell the main process something, not waiting for it."""
+        ...
+
+
 @dataclass
 class AppState:
     config: Config
@@ -65,3 +78,5 @@ class AppState:
     api_binds: list[str] = field(default_factory=list)
     # The latest report of each child process (ipamd/child.py), by role: its counters.
     children: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Set in an API worker process only: its main process (see MainProcess).
+    main_process: MainProcess | None = None

@@ -5,11 +5,13 @@ appliance sees a real non-loopback peer. Usage: ``api_probe.py PLAN.json`` where
 
     {"base": "https://10.77.9.1:4433/api/v1", "ca": "/path/cert.pem",
      "steps": [{"name": "health", "method": "GET", "path": "/health",
-                "headers": {}, "json": null, "repeat": 1}]}
+                "headers": {}, "json": null, "repeat": 1, "new_connection": false}]}
 
 and the output is ``{"steps": [{"name", "statuses", "elapsed", "first": {...},
 "by_status": {"<status>": {"index", "body", "headers"}}}]}``: every status in order, and
-the first response of each distinct status with its body and headers.
+the first response of each distinct status with its body and headers. With
+``new_connection`` every request of the step asks the server to close its connection, so
+each goes over a connection of its own (with api.workers > 1: to any worker).
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ def run_step(client: httpx.Client, step: dict[str, Any]) -> dict[str, Any]:
     statuses: list[int] = []
     by_status: dict[str, Any] = {}
     started = time.monotonic()
+    headers = dict(step.get("headers") or {})
+    if step.get("new_connection"):
+        headers["Connection"] = "close"
     for index in range(repeat):
         response = client.request(
-            step.get("method", "GET"), step["path"],
-            headers=step.get("headers") or {}, json=step.get("json"),
+            step.get("method", "GET"), step["path"], headers=headers, json=step.get("json"),
         )
         statuses.append(response.status_code)
         key = str(response.status_code)

@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ipamd.api import auth, console, idempotency, openapi
 from ipamd.api.errors import CODES, ApiError, envelope, from_domain
-from ipamd.api.ratelimit import SlidingWindow, retry_after
+from ipamd.api.ratelimit import retry_after
 from ipamd.api.router import (
     Reply,
     RequestContext,
@@ -53,6 +53,7 @@ from ipamd.api.routes import outbox as outbox_routes
 from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
 from ipamd.api.token_cache import TokenCache
+from ipamd.api.workers import Limiter, LocalLimits
 from ipamd.core.errors import DomainError
 from ipamd.db.outage import is_connection_loss
 from ipamd.ops.metrics import ApiLatency
@@ -91,6 +92,13 @@ def _rule(path: str) -> str:
     )
 
 
+def _header(name: str) -> str | None:
+    """A request header, or None. (``headers.get`` of a missing header raises and catches a
+    werkzeug HTTP exception inside: ~40 µs, and most requests lack the optional ones.)"""
+    values = request.headers.getlist(name)
+    return values[0] if values else None
+
+
 async def _drain_body(response: Response) -> None:
     """Read a request body the handler never read (refused before it: 401, 404, 405, ...).
 
@@ -99,7 +107,7 @@ async def _drain_body(response: Response) -> None:
     connection usable. A body too large or too slow closes the connection instead.
     A request that declares no body (most GETs) has nothing left to read.
     """
-    if not request.content_length and "Transfer-Encoding" not in request.headers:
+    if _header("Content-Length") in (None, "", "0") and _header("Transfer-Encoding") is None:
         return
     with trio.move_on_after(2) as waited:
         try:
@@ -114,27 +122,32 @@ def _error_response(error: ApiError) -> Response:
     return render(error.body(), error.status, error.headers)
 
 
-def create_app(state: AppState, token_cache: TokenCache | None = None) -> QuartTrio:
+def create_app(
+    state: AppState, token_cache: TokenCache | None = None, limits: Limiter | None = None
+) -> QuartTrio:
     """The app. ``token_cache`` remembers verified tokens only while its ``follow`` task
-    listens for token changes (the runtime runs it); without one every request looks up."""
+    listens for token changes (the runtime runs it); without one every request looks up.
+    ``limits`` (default: this process's own) keeps the per-client-IP rate limits; an API
+    worker process passes the main process's (api/workers.py)."""
     tokens_seen = token_cache if token_cache is not None else TokenCache()
     app = QuartTrio("ipamd", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = state.config.api.max_body_bytes
     app.config["JSON_SORT_KEYS"] = False
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
-    limiter = SlidingWindow()
+    limiter = limits if limits is not None else LocalLimits()
     latency: ApiLatency = state.counters.setdefault("api_latency", ApiLatency())
 
     @app.before_request
     async def _begin() -> Response | None:
         g.started = time.perf_counter()
-        incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        incoming = _header("X-Request-Id")
+        g.request_id = (incoming if incoming is not None and _REQUEST_ID.match(incoming)
+                        else uuid.uuid4().hex)
         g.actor = None
         remote = request.remote_addr or ""
         g.loopback = auth.is_loopback(remote)
         if not g.loopback:
-            wait = limiter.hit(f"all|{remote}", state.config.limits.requests_per_minute)
+            wait = await limiter.hit(f"all|{remote}", state.config.limits.requests_per_minute)
             if wait is not None:
                 return _error_response(
                     ApiError(
@@ -232,13 +245,13 @@ def create_app(state: AppState, token_cache: TokenCache | None = None) -> QuartT
 
 
 def _view(
-    state: AppState, limiter: SlidingWindow, token_cache: TokenCache, route: RouteSpec
+    state: AppState, limiter: Limiter, token_cache: TokenCache, route: RouteSpec
 ) -> Any:
     async def view(**params: Any) -> Response:
         remote = request.remote_addr or ""
         if route.rate_limit_per_minute is not None and not g.loopback:
             limit = route.rate_limit_per_minute(state)
-            wait = limiter.hit(f"{route.endpoint}|{remote}", limit)
+            wait = await limiter.hit(f"{route.endpoint}|{remote}", limit)
             if wait is not None:
                 raise ApiError(
                     429,
@@ -247,10 +260,10 @@ def _view(
                     headers={"Retry-After": retry_after(wait)},
                 )
         caller = await auth.authenticate(
-            state, token_cache, remote, request.headers.get("Authorization"))
+            state, token_cache, remote, _header("Authorization"))
         g.actor = caller.actor
         auth.authorize(caller, route.role)
-        key = request.headers.get("Idempotency-Key")
+        key = _header("Idempotency-Key")
         ctx = RequestContext(
             state=state,
             caller=caller,

@@ -44,6 +44,24 @@ class ApiLatency:
             found = self.by_key[key] = Histogram()
         found.observe(seconds)
 
+    def report(self) -> list[dict[str, Any]]:
+        """As plain JSON (an API worker process reports it to the main process)."""
+        return [{"key": list(key), "counts": h.counts, "total": h.total, "count": h.count}
+                for key, h in self.by_key.items()]
+
+    def add_report(self, report: object) -> None:
+        """Add another process's ``report()`` (malformed parts are skipped)."""
+        for item in report if isinstance(report, list) else []:
+            key = item.get("key") if isinstance(item, dict) else None
+            theirs = _histogram_of(item)
+            if (theirs is None or not isinstance(key, list) or len(key) != 3
+                    or not all(isinstance(k, str) for k in key)):
+                continue
+            method, route, status = key
+            mine = self.by_key.get((method, route, status))
+            self.by_key[(method, route, status)] = (theirs if mine is None
+                                                    else merged(mine, theirs))
+
 
 async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any]:
     """The database part of a scrape: one crossing."""

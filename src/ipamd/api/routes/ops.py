@@ -146,7 +146,11 @@ async def get_dashboard(ctx: RequestContext) -> dict[str, Any]:
 @router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
               errors=(401, 403), content_types=("text/plain",))
 async def get_metrics(ctx: RequestContext) -> Response:
-    data = await ctx.run(metrics.gather, ctx.state.config.ops.node_down_seconds)
     latency = ctx.state.counters.setdefault("api_latency", metrics.ApiLatency())
+    main = ctx.state.main_process
+    if main is not None:  # an API worker: the node's figures are the main process's
+        text = await main.call("metrics", {"api_latency": latency.report()})
+        return Response(text, status=200, content_type=metrics.CONTENT_TYPE)
+    data = await ctx.run(metrics.gather, ctx.state.config.ops.node_down_seconds)
     body = metrics.render(ctx.state, data, latency)
     return Response(body, status=200, content_type=metrics.CONTENT_TYPE)
