@@ -116,11 +116,16 @@ class Appliance:
         return sum(_cpu_of(pid) for pid in [self.proc.pid, *_children(self.proc.pid)])
 
     def cpu_split(self) -> dict[str, float]:
-        """CPU so far of the appliance's own process and of its children apart."""
+        """CPU so far of the appliance's own process, of its DNS delivery child and of its
+        API worker processes, apart."""
+        split = {"appliance": 0.0, "dns_delivery": 0.0, "api_workers": 0.0}
         if self.proc is None:
-            return {"appliance": 0.0, "children": 0.0}
-        return {"appliance": _cpu_of(self.proc.pid),
-                "children": sum(_cpu_of(pid) for pid in _children(self.proc.pid))}
+            return split
+        split["appliance"] = _cpu_of(self.proc.pid)
+        for pid in _children(self.proc.pid):
+            role = "dns_delivery" if b"dns-delivery" in _cmdline(pid) else "api_workers"
+            split[role] += _cpu_of(pid)
+        return split
 
 
 def _cpu_of(pid: int, reaped: bool = False) -> float:
@@ -139,6 +144,13 @@ def _cpu_of(pid: int, reaped: bool = False) -> float:
 def tree_cpu_seconds(pid: int) -> float:
     """CPU of a process and all of its children, living or ended (e.g. a postmaster)."""
     return _cpu_of(pid, reaped=True) + sum(_cpu_of(child) for child in _children(pid))
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""  # gone meanwhile
 
 
 def _children(pid: int) -> list[int]:

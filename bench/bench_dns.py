@@ -369,10 +369,11 @@ def peer_pid(adapter: str, bind: Bind, pdns: PowerDns) -> int | None:
 
 def storm_cpu(app: Appliance, pg: Pg, peer: int | None) -> dict[str, float]:
     """CPU seconds so far of each part a storm runs on: the appliance's DHCP process, its
-    DNS delivery child, PostgreSQL, the DNS server, and this load generator."""
+    DNS delivery child and API workers, PostgreSQL, the DNS server, this load generator."""
     split = app.cpu_split()
     own = os.times()
-    return {"dhcp": split["appliance"], "dns_child": split["children"],
+    return {"dhcp": split["appliance"], "dns_child": split["dns_delivery"],
+            "api_workers": split["api_workers"],
             "postgres": tree_cpu_seconds(pg.server.process.pid),
             "dns_server": tree_cpu_seconds(peer) if peer else 0.0,
             "load_generator": own.user + own.system}
