@@ -35,7 +35,7 @@ def ddns_fqdn(hostname: str | None, fqdn: str | None, zone: str | None) -> str |
     for given in (fqdn, hostname):
         if not given:
             continue
-        parts = [label(part) for part in (given or "").strip().rstrip(".").split(".")]
+        parts = [label(part) for part in given.strip().rstrip(".").split(".")]
         if not parts or parts[0] is None:
             continue
         name = ".".join(p for p in parts if p) if all(parts) else ""
