@@ -27,6 +27,20 @@ log = logging.getLogger("ipamd.db")
 T = TypeVar("T")
 Work = Callable[..., Awaitable[T]]
 
+# How long one unit of work may take before it fails with TimeoutError (an OSError, so its
+# callers treat it as the database being unreachable). Kept on the trio side, not as asyncpg's
+# command_timeout, because of NO_TIMERS below.
+UNIT_TIMEOUT_SECONDS = 60.0
+
+# asyncpg arms an asyncio timer per query (command_timeout), per pool release (to close a
+# connection idle for 5 minutes) and per cached statement (to forget it after 5 minutes).
+# trio-asyncio keeps a cancelled timer, with the context it holds (a whole API request), until
+# it would have fired: a busy API process held minutes of requests in memory, and its garbage
+# collections grew to hundreds of milliseconds. So no connection arms any: the pool keeps its
+# connections (at most pool_max) and statements stay cached (asyncpg's LRU of 100 per
+# connection bounds them).
+NO_TIMERS: dict[str, Any] = {"max_cached_statement_lifetime": 0}
+
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     # jsonb in and out as Python objects, everywhere.
@@ -64,10 +78,12 @@ class Database:
     it there (one warning per outage), and the next unit that succeeds ends it (one info).
     """
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str, outage: Outage | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool, dsn: str, outage: Outage | None = None,
+                 unit_timeout: float = UNIT_TIMEOUT_SECONDS) -> None:
         self._pool = pool
         self.dsn = dsn
         self.outage = outage or Outage()
+        self.unit_timeout = unit_timeout
 
     @classmethod
     async def connect(
@@ -107,9 +123,17 @@ class Database:
 
     async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
         try:
-            result = await trio_asyncio.aio_as_trio(_on_connection)(
-                self._pool, fn, args, in_transaction
-            )
+            with trio.fail_after(self.unit_timeout):
+                result = await trio_asyncio.aio_as_trio(_on_connection)(
+                    self._pool, fn, args, in_transaction
+                )
+        except trio.TooSlowError:
+            # Cancelled on the asyncio side: asyncpg asks the server to cancel the statement
+            # and rolls back an open transaction before the connection goes back to the pool.
+            error = TimeoutError(
+                f"the database did not finish a unit of work in {self.unit_timeout:g} s")
+            self.outage.lost(error)
+            raise error from None
         except Exception as error:
             if is_connection_loss(error):
                 self.outage.lost(error)
@@ -192,7 +216,8 @@ async def _create_pool(dsn: str, min_size: int, max_size: int,
         # state — settings are SET LOCAL inside a transaction, and Database.listen removes its
         # own listener. asyncpg still rolls back a transaction left open.
         reset=_no_reset,
-        command_timeout=60,
+        max_inactive_connection_lifetime=0,
+        **NO_TIMERS,
     )
 
 

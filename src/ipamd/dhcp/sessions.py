@@ -21,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.db.bridge import Database
+from ipamd.db.bridge import NO_TIMERS, Database
 from ipamd.db.outage import is_connection_loss
 
 SESSION_SETTINGS = {
@@ -40,9 +40,10 @@ class Connections:
 
     async def connect(self) -> asyncpg.Connection:
         # A batch waits for this: a short timeout turns an unreachable database into a
-        # failed batch (its clients retransmit) instead of a long stall.
-        return await asyncpg.connect(self._dsn, server_settings=SESSION_SETTINGS,
-                                     command_timeout=60, timeout=10)
+        # failed batch (its clients retransmit) instead of a long stall. The crossing's
+        # deadline bounds each unit; no per-query timers (db.bridge.NO_TIMERS).
+        return await asyncpg.connect(self._dsn, server_settings=SESSION_SETTINGS, timeout=10,
+                                     **NO_TIMERS)
 
     async def open(self, size: int) -> None:
         for _ in range(size):

@@ -1,0 +1,77 @@
+"""The crossing's deadline: a unit that takes too long fails as a lost database would, the
+statement is cancelled on the server, the pool keeps serving, and a finished unit leaves
+nothing of its caller behind (no timer holding its context until it would have fired)."""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import weakref
+from typing import Any
+
+import pytest
+import trio
+
+from ipamd.db.bridge import Database
+from ipamd.db.outage import is_connection_loss
+from ipamd.dhcp.sessions import open_commit_db
+
+_CALLER: contextvars.ContextVar[Any] = contextvars.ContextVar("caller")
+
+
+class _Request:
+    """Stands for what a caller's context holds (an API request, with everything it refers to)."""
+
+
+async def _select_one(conn: Any) -> int:
+    return int(await conn.fetchval("SELECT 1"))
+
+
+async def _sleep(conn: Any, seconds: float) -> None:
+    await conn.execute("SELECT pg_sleep($1)", seconds)
+
+
+async def _sleeping(conn: Any) -> int:
+    return int(await conn.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' "
+        "AND state = 'active' AND pid <> pg_backend_pid()"))
+
+
+@pytest.mark.parametrize("sessions", [False, True], ids=["pool", "commit-sessions"])
+async def test_a_unit_past_its_deadline_fails_and_is_cancelled(db: Database,
+                                                               sessions: bool) -> None:
+    target = await open_commit_db(db, 1) if sessions else db
+    target.unit_timeout = 0.5
+    try:
+        with trio.fail_after(10):
+            started = trio.current_time()
+            with pytest.raises(TimeoutError, match=r"did not finish a unit of work in 0\.5 s") as info:
+                await target.run(_sleep, 30)
+            assert trio.current_time() - started < 5
+        assert is_connection_loss(info.value)  # what callers already retry and log once
+        assert db.outage.down
+        if not sessions:  # the pooled connection is kept: the server was told to stop
+            with trio.fail_after(3):
+                while await db.run(_sleeping):
+                    await trio.sleep(0.05)
+        # (A commit session is not kept after a failure; sessions.Connections replaces it.)
+        assert await target.run(_select_one) == 1  # the next unit is served
+        assert not db.outage.down
+    finally:
+        if sessions:
+            await target.close()
+
+
+async def test_a_finished_unit_keeps_nothing_of_its_caller(db: Database) -> None:
+    request = _Request()
+    gone = weakref.ref(request)
+    token = _CALLER.set(request)
+    try:
+        for _ in range(20):
+            assert await db.run(_select_one) == 1
+        assert await db.transaction(_select_one) == 1
+    finally:
+        _CALLER.reset(token)
+    del request
+    gc.collect()
+    assert gone() is None, "something the unit armed still holds the caller's context"
