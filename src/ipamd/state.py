@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ipamd.config import Config
+from ipamd.core.rendered import RenderedRows
 from ipamd.db.bridge import Database
 
 
@@ -80,3 +81,5 @@ class AppState:
     children: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Set in an API worker process only: its main process (see MainProcess).
     main_process: MainProcess | None = None
+    # Rows' JSON text by row version, for list pages (core/rendered.py).
+    rendered: RenderedRows = field(default_factory=RenderedRows)

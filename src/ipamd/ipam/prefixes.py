@@ -12,12 +12,11 @@ import asyncpg
 from ipamd.core import audit
 from ipamd.core.errors import conflict
 from ipamd.core.jsonutil import dumps
+from ipamd.core.rendered import RenderedRows
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import (
-    json_object,
     one,
     plural,
-    rfc3339,
     set_clause,
     tenant_for_create,
 )
@@ -78,35 +77,38 @@ async def get(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, Any]:
                             "prefix"))
 
 
-# An IPv4 prefix's JSON as public() + core.jsonutil make it. IPv6 rows are rendered in
-# Python: Postgres writes some IPv6 forms (IPv4-mapped) unlike Python's str.
-_LISTED_V4 = json_object([
-    ("id", "id::text"), ("tenant_id", "tenant_id::text"), ("cidr", "cidr::text"),
-    ("family", "family(cidr)"), ("description", "description"),
-    ("created_at", rfc3339("created_at")), ("updated_at", rfc3339("updated_at")),
-])
-
-
 async def list_page(
-    conn: asyncpg.Connection, f: Filters, after: uuid.UUID | None, limit: int
+    conn: asyncpg.Connection, rendered: RenderedRows, f: Filters, after: uuid.UUID | None,
+    limit: int,
 ) -> list[tuple[uuid.UUID, str]]:
-    """(id, the prefix as JSON text) in id order: limit + 1 of them at most."""
-    rows = await conn.fetch(
-        f"""SELECT id, CASE family(cidr) WHEN 4 THEN {_LISTED_V4} END AS json FROM prefixes
-            WHERE ($1::uuid IS NULL OR id > $1)
-              AND ($2::uuid IS NULL OR tenant_id = $2)
-              AND ($3::cidr IS NULL OR cidr = $3)
-              AND ($4::cidr IS NULL OR cidr >>= $4)
-              AND ($5::cidr IS NULL OR cidr <<= $5)
-            ORDER BY id LIMIT $6""",
+    """(id, the prefix as JSON text) in id order: limit + 1 of them at most. Rows whose
+    version ``rendered`` holds are not read again (core/rendered.py)."""
+    page = await conn.fetch(
+        """SELECT id, xmin AS version FROM prefixes
+           WHERE ($1::uuid IS NULL OR id > $1)
+             AND ($2::uuid IS NULL OR tenant_id = $2)
+             AND ($3::cidr IS NULL OR cidr = $3)
+             AND ($4::cidr IS NULL OR cidr >>= $4)
+             AND ($5::cidr IS NULL OR cidr <<= $5)
+           ORDER BY id LIMIT $6""",
         after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
     )
-    v6 = [r["id"] for r in rows if r["json"] is None]
-    if not v6:
-        return [(r["id"], r["json"]) for r in rows]
-    full = {r["id"]: dumps(public(r)) for r in await conn.fetch(
-        f"SELECT {COLUMNS} FROM prefixes WHERE id = ANY($1::uuid[])", v6)}
-    return [(r["id"], r["json"] or full[r["id"]]) for r in rows if r["json"] or r["id"] in full]
+    texts: dict[uuid.UUID, str] = {}
+    missing = []
+    for r in page:
+        text = rendered.get("prefix", r["id"], r["version"])
+        if text is None:
+            missing.append(r["id"])
+        else:
+            texts[r["id"]] = text
+    if missing:
+        # A row changed since the page was read is shown as it is now; one deleted is left out.
+        for row in await conn.fetch(
+                f"SELECT {COLUMNS}, xmin AS version FROM prefixes WHERE id = ANY($1::uuid[])",
+                missing):
+            texts[row["id"]] = text = dumps(public(row))
+            rendered.put("prefix", row["id"], row["version"], text)
+    return [(r["id"], texts[r["id"]]) for r in page if r["id"] in texts]
 
 
 @guarded

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import asyncpg
@@ -66,20 +66,3 @@ def inside_message(counts: Mapping[str, int]) -> str:
     return ", ".join(plural(n, noun) for noun, n in counts.items() if n)
 
 
-
-def rfc3339(column: str) -> str:
-    """SQL giving ``column`` (timestamptz) as core.jsonutil.timestamp writes it: UTC with a
-    Z, microseconds when not zero."""
-    utc = f"({column} AT TIME ZONE 'UTC')"
-    return (f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN "
-            f"extract(microseconds FROM {utc})::int % 1000000 = 0 THEN '' "
-            f"ELSE to_char({utc}, '.US') END || 'Z'")
-
-
-def json_object(fields: Sequence[tuple[str, str]]) -> str:
-    """SQL building one compact JSON object as text, keys in this order: ``(key, SQL value)``
-    pairs, each value made JSON by Postgres (to_json; NULL is null). Keys come from code.
-    For pages rendered in the query: no per-value decoding and re-encoding in Python."""
-    parts = [f"'{'{' if n == 0 else ','}\"{key}\":' || coalesce(to_json({value})::text, 'null')"
-             for n, (key, value) in enumerate(fields)]
-    return " || ".join(parts) + " || '}'"

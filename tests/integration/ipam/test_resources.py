@@ -213,11 +213,11 @@ async def _whole_second(conn, prefix_id: str) -> None:
 
 
 async def test_prefix_list_items_are_what_get_shows(operator, viewer, db):
-    # The list renders its values in SQL (ipam/prefixes.list_page): every item must be
-    # exactly the GET of that prefix, for both families, an IPv4-mapped IPv6 prefix and a
+    # The list serves renderings it keeps by row version (core/rendered.py): every item must
+    # be exactly the GET of that prefix, for both families, an IPv4-mapped IPv6 prefix and a
     # time with no fraction of a second included.
     cidrs = ["10.61.0.0/16", "2001:db8:61::/48", "::ffff:10.62.0.0/112", "192.0.2.128/25"]
-    text = 'q"\\ é 😀 \u2028 </script> \u00ff'  # escapes: the JSON is written by Postgres
+    text = 'q"\\ é 😀 \u2028 </script> \u00ff'  # escapes
     made = [created(await operator.post("/prefixes", json={"cidr": c, "description": text}))
             for c in cidrs]
     await db.run(_whole_second, made[0]["id"])
@@ -227,3 +227,35 @@ async def test_prefix_list_items_are_what_get_shows(operator, viewer, db):
         assert item == (await viewer.get(f"/prefixes/{item['id']}")).json()
     first = next(item for item in listed if item["id"] == made[0]["id"])
     assert first["created_at"] == "2026-01-02T03:04:05Z"
+
+
+async def _describe(conn, prefix_id: str, text: str) -> None:
+    # Another writer than this API: another node, a restore, an operator's SQL.
+    await conn.execute("UPDATE prefixes SET description = $2 WHERE id = $1",
+                       uuid.UUID(prefix_id), text)
+
+
+async def _delete(conn, prefix_id: str) -> None:
+    await conn.execute("DELETE FROM prefixes WHERE id = $1", uuid.UUID(prefix_id))
+
+
+async def test_prefix_list_shows_every_change_whoever_made_it(operator, viewer, db):
+    made = [created(await operator.post("/prefixes", json={"cidr": f"10.{70 + n}.0.0/16"}))
+            for n in range(3)]
+    ids = [p["id"] for p in made]
+
+    async def listed() -> dict[str, dict]:
+        items = (await viewer.get("/prefixes", params={"limit": 1000})).json()["items"]
+        return {item["id"]: item for item in items if item["id"] in ids}
+
+    assert set(await listed()) == set(ids)  # rendered and kept
+    assert (await operator.patch(f"/prefixes/{ids[0]}",
+                                 json={"description": "by the API"})).status_code == 200
+    await db.run(_describe, ids[1], "by hand")
+    await db.run(_delete, ids[2])
+    now = await listed()
+    assert set(now) == {ids[0], ids[1]}
+    assert now[ids[0]]["description"] == "by the API"
+    assert now[ids[1]]["description"] == "by hand"
+    for prefix_id, item in now.items():
+        assert item == (await viewer.get(f"/prefixes/{prefix_id}")).json()

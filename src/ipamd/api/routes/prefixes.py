@@ -55,7 +55,7 @@ async def list_prefixes(ctx: RequestContext) -> Response:
     q: PrefixQuery = ctx.query
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
-    return await listing.by_id_rendered(ctx, prefixes.list_page, filters)
+    return await listing.by_id_rendered(ctx, prefixes.list_page, ctx.state.rendered, filters)
 
 
 @router.route(

@@ -1,0 +1,50 @@
+"""Rows' JSON text kept by row version, so a list page renders only rows that changed.
+
+A page of 50 prefixes cost Postgres ~200 µs to render as JSON text in the query (to_char,
+uuid and cidr output, concatenation), more than everything else the database did for the
+request (issue 17). A row's version is its ``xmin``: the transaction that wrote this version
+of the row, whoever wrote it (any node, a restore, hand-made SQL). A page query asks only
+for (id, xmin); the rows whose version is not held here are read in full and rendered by the
+same code as a single GET, and kept.
+
+One per process (``AppState.rendered``), bounded in rows. An entry also ages out after
+MAX_AGE_SECONDS: a transaction id comes round again only after ~4 billion transactions, so a
+row could otherwise, in theory, meet an old rendering under its new version.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+
+MAX_ROWS = 20_000
+MAX_AGE_SECONDS = 3600.0
+
+
+class RenderedRows:
+    def __init__(self, max_rows: int = MAX_ROWS, max_age: float = MAX_AGE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._max_rows = max_rows
+        self._max_age = max_age
+        self._clock = clock
+        # (kind, id) -> (version, rendered at, text); insertion order is age order.
+        self._rows: dict[tuple[str, Hashable], tuple[int, float, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, kind: str, row_id: Hashable, version: int) -> str | None:
+        """The text rendered for exactly this version of the row, or None."""
+        entry = self._rows.get((kind, row_id))
+        if entry is None or entry[0] != version or self._clock() - entry[1] > self._max_age:
+            return None
+        return entry[2]
+
+    def put(self, kind: str, row_id: Hashable, version: int, text: str) -> None:
+        key = (kind, row_id)
+        self._rows.pop(key, None)  # re-inserted: now the youngest
+        if len(self._rows) >= self._max_rows:
+            # Drop the oldest quarter at once rather than one entry per put.
+            for old in list(self._rows)[: max(1, self._max_rows // 4)]:
+                del self._rows[old]
+        self._rows[key] = (version, self._clock(), text)
