@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -68,6 +69,26 @@ done = function(summary, latency, requests)
     '"non_2xx":%%d,"socket_errors":%%d}\\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
     latency.max, e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+# Added to LUA: requests paced to an offered rate (%(rate)s/s in all, over every
+# connection of the thread): each request takes the next slot of a schedule kept with the
+# monotonic clock (LuaJIT's FFI), so the offered rate does not follow the server's latency.
+# A schedule that fell more than 100 ms behind starts again from now (no burst to catch up).
+PACED_LUA = """local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+           int clock_gettime(int clock, bench_timespec *now); ]]
+local now = ffi.new("bench_timespec")
+local interval, slot = 1000 / %(rate)s, nil
+delay = function()
+  ffi.C.clock_gettime(1, now)
+  local t = tonumber(now.tv_sec) * 1000 + tonumber(now.tv_nsec) / 1e6
+  if slot == nil or slot < t - 100 then slot = t end
+  local wait = slot - t
+  slot = slot + interval
+  return wait > 0 and wait or 0
 end
 """
 
@@ -120,10 +141,25 @@ def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
             "cpu_us_per_request": round(cpu / raw["requests"] * 1e6), "load": round(load, 2)}
 
 
+def connections_by_process(port: int) -> list[int]:
+    """How the API's established connections are spread over the processes serving them,
+    largest first (the kernel picks an API worker's socket by a hash of the client's address
+    and port: 8 connections over 2 workers are not always 4 and 4)."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, check=False).stdout
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return sorted(counts.values(), reverse=True)
+
+
 def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[str, Any]:
     load = os.getloadavg()[0]
     cpu = app.cpu_seconds()
-    return wrk_result(start_wrk(app.base + PATH, script, clients, seconds), cpu, app, load)
+    wrk = start_wrk(app.base + PATH, script, clients, seconds)
+    time.sleep(min(1.0, seconds / 2))
+    split = connections_by_process(app.api_port)
+    return {**wrk_result(wrk, cpu, app, load), "split": split}
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
@@ -132,9 +168,10 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
 
 
 def _line(label: str, r: dict[str, Any]) -> str:
+    split = "/".join(map(str, r.get("split", []))) or "-"
     return (f"  {label:<26} {r['req_per_s']:>9.1f} req/s  p50 {r['p50_ms']:6.2f} ms  "
             f"p99 {r['p99_ms']:7.2f} ms  CPU {r['cpu_us_per_request']:>5} µs/req  "
-            f"load {r['load']:.1f}")
+            f"connections {split:<7} load {r['load']:.1f}")
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -155,7 +192,8 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
     script = work / "token.lua"
     try:
         with running(app):
-            script.write_text(LUA % seed(app))
+            token = seed(app)
+            script.write_text(LUA % token)
             wait_dhcp(sock, server)
             api_run(app, script, 8, 2)  # warm: connections, prepared statements
             print(f"GET /api/v1{PATH}, keep-alive clients, {args.duration} s per run "
@@ -165,6 +203,13 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
                 report["api"][f"c{clients}"] = runs
                 for n, r in enumerate(runs, 1):
                     print(_line(f"{clients} client(s), run {n}", r), flush=True)
+            paced = work / "paced.lua"
+            paced.write_text(LUA % token + PACED_LUA % {"rate": args.paced_rate})
+            runs = [api_run(app, paced, 8, args.duration) for _ in range(args.runs)]
+            report["api"]["c8_paced"] = runs
+            report["paced_rate"] = args.paced_rate
+            for n, r in enumerate(runs, 1):
+                print(_line(f"8 clients, {args.paced_rate}/s, run {n}", r), flush=True)
             client = 1
             storm = dora_load(sock, server, args.ceiling_clients, client, 256, False)
             client += args.ceiling_clients
@@ -209,7 +254,9 @@ def table(report: dict[str, Any]) -> str:
     rows = [f"API: GET /api/v1{report['path']} (plain HTTP/1.1 on loopback, bearer token), "
             f"median of {report['runs']} runs of {report['duration_s']} s",
             f"  {'clients':<22} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10}"]
-    for key, label in (("c1", "1"), ("c8", "8"), ("c8_with_dhcp", "8, DHCP at half")):
+    paced = f"8, offered {report.get('paced_rate', '-')}/s"
+    for key, label in (("c1", "1"), ("c8", "8"), ("c8_paced", paced),
+                       ("c8_with_dhcp", "8, DHCP at half")):
         runs = api.get(key) or []
         if runs:
             rows.append(f"  {label:<22} {median_of(runs, 'req_per_s'):>9} "
@@ -232,11 +279,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per run")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--paced-rate", type=int, default=1_000,
+                        help="requests/s offered by the 8 paced clients (wrk + a schedule)")
     parser.add_argument("--ceiling-clients", type=int, default=5_000,
                         help="DORAs of the storm that finds DHCP's ceiling")
     args = parser.parse_args(argv)
     if not 1 <= args.duration <= 60 or not 1 <= args.runs <= 9:
         parser.error("duration 1..60 s, runs 1..9")
+    if not 10 <= args.paced_rate <= 20_000:
+        parser.error("paced-rate 10..20000")
     if not 100 <= args.ceiling_clients <= 20_000:
         parser.error("ceiling-clients 100..20000")
     return args
