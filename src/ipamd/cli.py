@@ -43,7 +43,11 @@ def cmd_child(args: argparse.Namespace) -> int:
     config = child.read_config()
     logsetup.configure(config.logging.level)
     if args.role == runtime.API_WORKER:
-        trio.run(runtime.run_api_worker, config, _fds(args.https_fds), _fds(args.http_fds))
+        from ipamd.api.balance import ConnectionShare
+
+        share = ConnectionShare(args.share_fd, config.api.worker_count, args.slot)
+        trio.run(runtime.run_api_worker, config, _fds(args.https_fds), _fds(args.http_fds),
+                 share)
     else:
         trio.run(runtime.run_child, config, args.role)
     return 0
@@ -252,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     role.add_argument("role", choices=["dns-delivery", "api-worker"])
     role.add_argument("--https-fds", default="", help="api-worker: its TLS listening sockets")
     role.add_argument("--http-fds", default="", help="api-worker: its plain listening sockets")
+    role.add_argument("--share-fd", type=int, default=-1,
+                      help="api-worker: the workers' shared connection counts (a memfd)")
+    role.add_argument("--slot", type=int, default=0, help="api-worker: its count's slot")
     role.set_defaults(fn=cmd_child)
     args = parser.parse_args(argv)
     try:

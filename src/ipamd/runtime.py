@@ -8,7 +8,6 @@ else is cancelled and the pool closed — well inside supervisor's stop timeout.
 
 from __future__ import annotations
 
-import copy
 import functools
 import gc
 import logging
@@ -17,6 +16,7 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import asyncpg
 import trio
@@ -26,9 +26,10 @@ from hypercorn.trio import serve
 from hypercorn.utils import repr_socket_addr
 
 from ipamd import child
-from ipamd.api import idempotency, one_write
+from ipamd.api import balance, idempotency, one_write
 from ipamd.api import workers as api_workers
 from ipamd.api.app import create_app
+from ipamd.api.balance import ConnectionShare
 from ipamd.api.token_cache import TokenCache
 from ipamd.config import Config, ConfigError, redact_dsn
 from ipamd.db.bridge import Database, DatabaseRefused, asyncio_loop, run_once
@@ -252,50 +253,52 @@ def _bind_url(scheme: str, sock: socket.socket) -> str:
     return f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}"
 
 
-def _worker_sockets(hc: HypercornConfig, count: int) -> tuple[list[Sockets], list[str]]:
-    """A set of listening sockets per worker, every set on the same addresses
-    (SO_REUSEPORT), and their URLs. The kernel spreads new connections over the sets by a
-    hash of the client's address and port; one shared socket would not: the worker that
-    waited last wins nearly every accept, and one worker would serve nearly every client.
-    A port 0 in the configuration (tests) is resolved by the first set."""
-    hc.workers = count  # hypercorn sets SO_REUSEPORT when it makes sockets for workers
-    first = hc.create_sockets()
-    again = copy.copy(hc)
-    again.bind = [repr_socket_addr(s.family, s.getsockname()) for s in
-                  (first.secure_sockets if hc.ssl_enabled else first.insecure_sockets)]
-    again.insecure_bind = ([repr_socket_addr(s.family, s.getsockname())
-                            for s in first.insecure_sockets] if hc.ssl_enabled else [])
-    sets = [first, *(again.create_sockets() for _ in range(count - 1))]
-    for group in sets:
-        for sock in (*group.secure_sockets, *group.insecure_sockets):
-            sock.listen(hc.backlog)
-    binds = ([_bind_url("https", s) for s in first.secure_sockets]
-             + [_bind_url("http", s) for s in first.insecure_sockets])
-    return sets, binds
+def _worker_sockets(hc: HypercornConfig) -> tuple[Sockets, list[str]]:
+    """The listening sockets every API worker accepts from, and their URLs (a port 0 in the
+    configuration, as the tests use, is resolved here). How the workers share the
+    connections is api/balance.py's rule, not the kernel's."""
+    sockets = hc.create_sockets()
+    for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
+        sock.listen(hc.backlog)
+    binds = ([_bind_url("https", s) for s in sockets.secure_sockets]
+             + [_bind_url("http", s) for s in sockets.insecure_sockets])
+    return sockets, binds
+
+
+async def _api_worker(share: ConnectionShare, slot: int, state: AppState, *,
+                      task_status: trio.TaskStatus[None], **kwargs: Any) -> None:
+    """One API worker process (child.keep_running); once it has ended, however it ended,
+    its connections are gone and the others stop waiting for it (api/balance.py)."""
+    try:
+        await child.keep_running(state, task_status=task_status, **kwargs)
+    finally:
+        share.retire(slot)
 
 
 async def _serve_api_workers(
     state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]],
 ) -> None:
-    """api.workers > 1: the API is served by that many child processes, each on its own
-    listening sockets on the API's addresses (bound here, so a restarted worker takes over
-    its predecessor's backlog). Each is a supervised service (restarted if it dies); they
-    ask this process for what they share (api/workers.py). On stop each drains its
-    requests, as the API would here."""
+    """api.workers > 1: the API is served by that many child processes, all accepting from
+    the listening sockets bound here (so a restarted worker finds the backlog waiting) and
+    sharing the connections evenly (api/balance.py). Each is a supervised service (restarted
+    if it dies); they ask this process for what they share (api/workers.py). On stop each
+    drains its requests, as the API would here."""
     config = state.config
     count = config.api.worker_count
-    sets, binds = _worker_sockets(hypercorn_config(config), count)
+    sockets, binds = _worker_sockets(hypercorn_config(config))
+    share = ConnectionShare.create(count)
+    secure = [s.fileno() for s in sockets.secure_sockets]
+    plain = [s.fileno() for s in sockets.insecure_sockets]
     limits = api_workers.LocalLimits()
     try:
         async with trio.open_nursery() as nursery:
-            for n, sockets in enumerate(sets, 1):
-                secure = [s.fileno() for s in sockets.secure_sockets]
-                plain = [s.fileno() for s in sockets.insecure_sockets]
+            for n in range(1, count + 1):
                 worker = functools.partial(
-                    child.keep_running, role=API_WORKER, name=f"api-{n}",
+                    _api_worker, share, n - 1, role=API_WORKER, name=f"api-{n}",
                     args=["--https-fds", ",".join(map(str, secure)),
-                          "--http-fds", ",".join(map(str, plain))],
-                    pass_fds=secure + plain,
+                          "--http-fds", ",".join(map(str, plain)),
+                          "--share-fd", str(share.fd), "--slot", str(n - 1)],
+                    pass_fds=[*secure, *plain, share.fd],
                     calls=functools.partial(api_workers.answer, state, limits),
                     pushes=functools.partial(api_workers.push, state), ready_on_report=True,
                     stop_grace=config.api.graceful_timeout_seconds + 2)
@@ -304,9 +307,9 @@ async def _serve_api_workers(
             await stop.wait()
             nursery.cancel_scope.cancel()  # each worker is told to stop, and drains
     finally:
-        for sockets in sets:
-            for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
-                sock.close()
+        for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
+            sock.close()
+        share.close()
 
 
 class _Readiness:
@@ -452,11 +455,13 @@ def _child_report(state: AppState) -> dict[str, object]:
                                for kind, h in latency.items()}}
 
 
-async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[int]) -> None:
+async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[int],
+                         share: ConnectionShare) -> None:
     """An API worker process (``ipamd child api-worker``, api.workers > 1): the API on the
     listening sockets its parent passed, on a pool of its own, until its parent closes
     stdin (or dies) or a signal asks it to stop; then it drains, as the API does in one
-    process. What the workers share goes through the parent (api/workers.py)."""
+    process. What the workers share goes through the parent (api/workers.py); it takes
+    connections by ``share``'s rule (api/balance.py)."""
     link = child.ParentLink()
     async with asyncio_loop():
         db = await Database.connect(database_dsn(config), min_size=config.database.pool_min,
@@ -483,6 +488,7 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
                 await pushed.wait()  # state.dhcp as the parent has it, before any request
                 app = create_app(state, token_cache, api_workers.MainLimits(link))
                 one_write.install()
+                balance.install(share)
                 hc = hypercorn_config(config)
                 hc.bind = [f"fd://{fd}" for fd in https_fds]
                 hc.insecure_bind = [f"fd://{fd}" for fd in http_fds]
@@ -491,10 +497,12 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
                 served = trio.Event()
 
                 async def serving(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    share.start_serving()
                     try:
                         await serve(app, hc, shutdown_trigger=stop.wait,
                                     task_status=task_status)
                     finally:
+                        share.stop_serving()
                         served.set()
 
                 await nursery.start(serving)

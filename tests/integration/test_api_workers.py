@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from ipamd import runtime
+from ipamd.api.balance import POLL_SECONDS
 from tests.conftest import make_config
 from tests.support.workers import serving_pid, worker_pids
 
@@ -176,3 +177,40 @@ async def test_stop_ends_every_worker(nursery: trio.Nursery, dsn: str) -> None:
         await done.wait()
     assert worker_pids() == []
 
+
+
+async def test_connections_are_shared_evenly(appliance: runtime.Running) -> None:
+    """8 keep-alive connections: 4 per worker, whatever their ports hash to; one closed on
+    the fuller side gives its place back, and the next connection goes to the other."""
+    base = appliance.url("http")
+    pids = worker_pids()
+    conns = [Connection(base) for _ in range(8)]
+    ports: dict[Connection, int] = {}
+
+    async def connect(conn: Connection) -> None:
+        reply = await conn.get("/openapi.json")
+        assert reply.status_code == 200
+        ports[conn] = reply.extensions["network_stream"].get_extra_info("client_addr")[1]
+        conn.worker = serving_pid(_port(base), ports[conn], pids)
+
+    try:
+        for conn in conns:  # one at a time, as a client pool opening its connections
+            await connect(conn)
+        split = sorted(sum(1 for c in conns if c.worker == pid) for pid in pids)
+        assert split == [4, 4], split
+        gone = conns.pop()
+        await gone.client.aclose()
+
+        async def closed_by_the_server() -> bool:  # the worker has let the socket go
+            return serving_pid(_port(base), ports[gone], pids) is None
+
+        await _until(closed_by_the_server, 5)
+        await trio.sleep(3 * POLL_SECONDS)  # the fuller worker gives way within one poll
+        extra = Connection(base)
+        conns.append(extra)
+        await connect(extra)
+        # The worker that lost one is the only one not over its share now.
+        assert extra.worker == gone.worker
+    finally:
+        for conn in conns:
+            await conn.client.aclose()
