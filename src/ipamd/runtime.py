@@ -411,6 +411,10 @@ async def run(
             state = AppState(config=config, db=db)
             stop = trio.Event()
             async with trio.open_nursery() as nursery:
+                if handle_signals:
+                    # From here on: the API may serve (and its workers run) before every
+                    # service has started, and a SIGTERM then must stop them, not kill us.
+                    nursery.start_soon(_watch_signals, stop)
                 api_done = trio.Event()
                 token_cache = TokenCache()
 
@@ -428,8 +432,6 @@ async def run(
                 state.running_services["api"] = True
                 for name, service in services(state):
                     await nursery.start(supervise, name, service, state)
-                if handle_signals:
-                    nursery.start_soon(_watch_signals, stop)
                 running = Running(state=state, binds=binds, stop=stop, token_cache=token_cache)
                 freeze = (handle_signals if freeze_startup_objects is None
                           else freeze_startup_objects)

@@ -46,7 +46,7 @@ class ConnectionShare:
     @classmethod
     def create(cls, workers: int) -> ConnectionShare:
         """The main process's segment, every slot not serving; ``fd`` goes to each worker."""
-        fd = os.memfd_create("ipamd-api-connections", 0)  # no CLOEXEC flag: inherited
+        fd = os.memfd_create("ipamd-api-connections")  # each worker gets it by pass_fds
         os.ftruncate(fd, workers * _SLOT)
         share = cls(fd, workers)
         for slot in range(workers):
