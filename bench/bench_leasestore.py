@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Where PostgreSQL's share of a DORA goes: the lease store's grant statement alone.
+
+A private, durable PostgreSQL cluster (fsync and synchronous commit on, as the appliance
+runs) gets a fresh, migrated database per variant, with one /16 subnet. The bench commits
+new leases (Acks of new clients, each with a MAC and a host name) through the DHCP
+committer's own code, ``leasestore.commit``, on a session with the committer's settings,
+in batches of --batch, and prints the CPU the PostgreSQL backend spent per grant (from
+/proc, so it counts only that session's process) and the wall time per grant.
+
+Variants take one part away, so the difference to ``base`` is that part's cost (they are
+measurements, not configurations: every part is there for a feature):
+  base              the schema as migrated
+  no_history        without the lease_events → lease_intervals fold (occupancy history)
+  no_gist           without the "As of" map's GiST index on intervals
+  no_interval_idx   without the eight identity indexes on intervals (history look-ups)
+  no_lease_idx      without the leases' API indexes (by subnet, address, MAC, expiry)
+  no_fanout         without the events table's three statement triggers (outbox, DNS, alerts)
+Each variant runs --rounds times, alternating, and the median is printed. No peer: the
+comparison is between variants of one run. (issue 17: a DORA's PostgreSQL CPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+import asyncpg  # noqa: E402
+from tests.integration.dhcp.harness import seed_subnet  # noqa: E402
+from tests.support import postgres  # noqa: E402
+
+from ipamd.dhcp import leasestore  # noqa: E402
+from ipamd.dhcp.leasestore import Op, OpKind  # noqa: E402
+from ipamd.dhcp.sessions import SESSION_SETTINGS  # noqa: E402
+
+NET = (10 << 24) | (77 << 16)  # 10.77.0.0/16
+WARM = 400  # grants before measuring (plans prepared, caches warm)
+
+VARIANTS: dict[str, list[str]] = {
+    "base": [],
+    "no_history": ["DROP TRIGGER lease_events_history ON lease_events"],
+    "no_gist": ["DROP INDEX lease_intervals_subnet_period"],
+    "no_interval_idx": [f"DROP INDEX lease_intervals_{name}" for name in (
+        "ip", "mac", "client_id", "duid", "hostname", "fqdn", "circuit", "remote")],
+    "no_lease_idx": [f"DROP INDEX leases_{name}" for name in ("subnet", "ip", "mac", "expiry")],
+    "no_fanout": ["DROP TRIGGER events_outbox_fanout ON events",
+                  "DROP TRIGGER events_outbox_fanout_dns ON events",
+                  "DROP TRIGGER events_zz_alert_fanout ON events"],
+}
+
+
+def backend_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def grants(subnet_id: object, first: int, count: int) -> list[Op]:
+    ops = []
+    for k in range(first, first + count):
+        mac = bytes((2, 0, k >> 24 & 255, k >> 16 & 255, k >> 8 & 255, k & 255))
+        ops.append(Op(OpKind.INSERT, subnet_id, NET + 256 + k, b"\x01" + mac, 3600,  # type: ignore[arg-type]
+                      mac=mac.hex(":"), hostname=f"host-{k}", giaddr=NET + 2))
+    return ops
+
+
+async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int
+                  ) -> tuple[float, float]:
+    """(backend CPU µs, wall µs) per grant."""
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    name = postgres.next_name()
+    await postgres.clone(admin, name)
+    try:
+        conn = await asyncpg.connect(pg.dsn(name), server_settings=SESSION_SETTINGS)
+        try:
+            subnet_id = (await seed_subnet(conn, "10.77.0.0/16"))["subnet_id"]
+            for statement in VARIANTS[variant]:
+                await conn.execute(statement)
+            pid = await conn.fetchval("SELECT pg_backend_pid()")
+            await leasestore.commit(conn, grants(subnet_id, 0, WARM))
+            cpu, wall = backend_cpu(pid), time.perf_counter()
+            for first in range(WARM, WARM + count, batch):
+                ops = grants(subnet_id, first, batch)
+                await leasestore.commit(conn, ops)
+                if not all(op.ok for op in ops):
+                    raise RuntimeError("a grant was refused")
+            cpu, wall = backend_cpu(pid) - cpu, time.perf_counter() - wall
+        finally:
+            await conn.close()
+    finally:
+        await postgres.drop(admin, name)
+        await admin.close()
+    done = count // batch * batch
+    return 1e6 * cpu / done, 1e6 * wall / done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=40, help="grants per statement")
+    parser.add_argument("--grants", type=int, default=8_000, help="grants measured per run")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args(argv)
+    names = args.variants.split(",")
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown or not 1 <= args.batch <= 1000 or args.grants < args.batch:
+        parser.error(f"unknown variants {unknown}" if unknown else "batch 1..1000, grants ≥ batch")
+    print(f"lease store: {args.grants} grants in batches of {args.batch}, durable PostgreSQL, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    pg = postgres.start(durable=True)
+    try:
+        runs: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+        for _ in range(args.rounds):
+            for variant in names:
+                runs[variant].append(asyncio.run(measure(pg, variant, args.batch, args.grants)))
+    finally:
+        pg.stop()
+    base = statistics.median(c for c, _ in runs["base"]) if "base" in runs else None
+    print(f"  {'variant':18s} {'CPU µs/grant':>13s} {'wall µs/grant':>14s} {'vs base':>8s}")
+    for variant, figures in runs.items():
+        cpu = statistics.median(c for c, _ in figures)
+        wall = statistics.median(w for _, w in figures)
+        diff = f"{cpu - base:+8.1f}" if base is not None else ""
+        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {diff}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
