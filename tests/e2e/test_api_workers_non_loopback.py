@@ -1,6 +1,6 @@
 """Per-client-IP rate limits with the API in two worker processes (api.workers = 2): a
-remote client gets its limit once, not once per worker (spec §8), whichever worker accepts
-each of its connections; loopback stays unlimited. Same lab as test_api_non_loopback.py."""
+remote client gets its limit once, not once per worker (spec §8), whichever worker serves
+each of its requests; loopback stays unlimited. Same lab as test_api_non_loopback.py."""
 
 from __future__ import annotations
 
@@ -35,10 +35,12 @@ def _served(appliance: runtime.Running, worker: str) -> int:
 async def test_one_limit_across_workers(probe: Prober, anon: httpx.AsyncClient,
                                         appliance: runtime.Running) -> None:
     secret = await mint_on_loopback(anon)
-    # A connection of its own per request: each goes to whichever worker accepts it.
+    # Four kept-alive connections used in turn: the workers share connections evenly
+    # (api/balance.py), so each serves at least one of them (the loopback client above
+    # may hold one on either worker), and the requests go round them.
     [step] = await probe(
         {"name": "burst", "method": "GET", "path": "/health", "headers": bearer(secret),
-         "repeat": LIMIT + 1, "new_connection": True},
+         "repeat": LIMIT + 1, "connections": 4},
     )
     assert step["statuses"][:LIMIT] == [200] * LIMIT, step["statuses"]
     assert step["statuses"][LIMIT] == 429, step["statuses"]
