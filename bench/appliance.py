@@ -20,13 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
-import trio_asyncio  # noqa: E402
 from tests.integration.dhcp import harness  # noqa: E402
 from tests.support import postgres  # noqa: E402
 from tests.support.bind import free_port  # noqa: E402
 from tests.unit.dhcp.packets import mac_bytes, request  # noqa: E402
 
-from ipamd.db.bridge import run_once  # noqa: E402
+from ipamd.db.bridge import run_once, run_sync  # noqa: E402
 from ipamd.dhcp import options as o  # noqa: E402
 from ipamd.dhcp.codec import MalformedPacket, parse  # noqa: E402
 
@@ -193,12 +192,12 @@ class Pg:
             await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
             await conn.execute(f"CREATE DATABASE {name} TEMPLATE {postgres.TEMPLATE}")
 
-        trio_asyncio.run(run_once, self.server.dsn("postgres"), make)
+        run_sync(run_once, self.server.dsn("postgres"), make)
         return self.server.dsn(name)
 
     @staticmethod
     def run(dsn: str, fn: Any, *args: Any) -> Any:
-        return trio_asyncio.run(run_once, dsn, fn, *args)
+        return run_sync(run_once, dsn, fn, *args)
 
 
 # --- dhcp: DORA over a loopback relay -------------------------------------------------------

@@ -25,12 +25,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
 import trio  # noqa: E402
-import trio_asyncio  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 from ipamd import runtime  # noqa: E402
 from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import run_once  # noqa: E402
+from ipamd.db.bridge import run_once, run_sync  # noqa: E402
 
 DATABASE = "bench_dashboard"
 TENANT = "00000000-0000-7000-8000-000000000001"
@@ -142,9 +141,9 @@ def main() -> int:
           flush=True)
     server = postgres.start()
     try:
-        trio_asyncio.run(run_once, server.dsn("postgres"), _create)
+        run_sync(run_once, server.dsn("postgres"), _create)
         dsn = server.dsn(DATABASE)
-        loaded = trio_asyncio.run(run_once, dsn, _load)
+        loaded = run_sync(run_once, dsn, _load)
         result = trio.run(_measure, dsn, args.rounds)
     finally:
         server.stop()

@@ -39,13 +39,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
 import trio  # noqa: E402
-import trio_asyncio  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 from ipamd import runtime  # noqa: E402
 from ipamd.api.routes.history import map_json  # noqa: E402
 from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import Database, run_once  # noqa: E402
+from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync  # noqa: E402
 from ipamd.ipam import history  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -315,7 +314,7 @@ async def _map_in_process(dsn: str, subnet_id: uuid.UUID, moment: dt.datetime | 
                           rounds: int) -> dict[str, float]:
     """The map without HTTP: the domain query and the JSON text, as the route builds them."""
     times = []
-    async with trio_asyncio.open_loop():
+    async with asyncio_loop():
         db = await Database.connect(dsn, min_size=1, max_size=1)
         try:
             for _ in range(rounds):
@@ -382,12 +381,12 @@ def main() -> int:
     print("starting a private PostgreSQL cluster and migrating ...", flush=True)
     server = postgres.start()
     try:
-        trio_asyncio.run(run_once, server.dsn("postgres"), _create)
+        run_sync(run_once, server.dsn("postgres"), _create)
         dsn = server.dsn(DATABASE)
         print("generating a year of lease events (bulk SQL through the fold trigger) ...",
               flush=True)
-        loaded = trio_asyncio.run(run_once, dsn, _load, args.addresses, args.batch)
-        samples = trio_asyncio.run(run_once, dsn, _samples, args.rounds)
+        loaded = run_sync(run_once, dsn, _load, args.addresses, args.batch)
+        samples = run_sync(run_once, dsn, _samples, args.rounds)
         print("timing queries through the API ...", flush=True)
         before = _calibrate()
         queries = trio.run(_measure, dsn, loaded, samples, args.rounds)

@@ -31,7 +31,6 @@ from typing import Any
 
 import httpx
 import trio
-import trio_asyncio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -41,7 +40,11 @@ from tests.conftest import make_config  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 from ipamd import runtime  # noqa: E402
-from ipamd.db.bridge import Database, run_once  # noqa: E402
+from ipamd.db.bridge import (  # noqa: E402
+    Database,
+    run_once,
+    run_sync,
+)
 from ipamd.ipam import nextfree, search, search_terms, utilisation  # noqa: E402
 
 # name -> (reservations, assignments, pool leases); ended leases on top
@@ -209,7 +212,7 @@ def main() -> None:
     results: dict[str, Any] = {}
     try:
         for scenario in args.scenarios.split(","):
-            results[scenario] = trio_asyncio.run(bench, pg, args.rounds, scenario)
+            results[scenario] = run_sync(bench, pg, args.rounds, scenario)
             print()
     finally:
         pg.stop()

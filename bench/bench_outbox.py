@@ -41,13 +41,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
 import trio  # noqa: E402
-import trio_asyncio  # noqa: E402
 import trustme  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 from ipamd import runtime  # noqa: E402
 from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import Database, run_once  # noqa: E402
+from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync  # noqa: E402
 from ipamd.outbox import client as http_client  # noqa: E402
 from ipamd.outbox import signing, webhooks  # noqa: E402
 from ipamd.outbox.urlguard import Resolver, check_url  # noqa: E402
@@ -243,7 +242,7 @@ async def _measure(dsn: str, args: argparse.Namespace, tls: dict[str, Any]) -> d
         "logging": {"access_log": False, "level": "WARNING"},
     })
     os.environ[SECRET_ENV] = SECRET
-    async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+    async with asyncio_loop(), trio.open_nursery() as nursery:
         running = await nursery.start(
             lambda task_status: runtime.run(config, handle_signals=False,
                                             freeze_startup_objects=True,
@@ -371,7 +370,7 @@ def main() -> int:
     receiver: ReceiverProcess | None = None
     with tempfile.TemporaryDirectory(prefix="ipamd-bench-outbox-") as tmp:
         try:
-            trio_asyncio.run(run_once, server.dsn("postgres"), _create)
+            run_sync(run_once, server.dsn("postgres"), _create)
             tls = _tls(Path(tmp))
             receiver = ReceiverProcess(tls["cert"], tls["key"])
             tls["port"] = receiver.port

@@ -136,8 +136,9 @@ def cmd_load(args: argparse.Namespace) -> int:
 # --- seed and check (run inside a node's namespace: they reach the database) ----------------
 
 def cmd_seed(args: argparse.Namespace) -> int:
+    import asyncio
+
     import asyncpg
-    import trio_asyncio
     from tests.integration.dhcp.harness import seed_subnet
 
     from ipamd.core.jsonutil import dumps
@@ -161,14 +162,15 @@ def cmd_seed(args: argparse.Namespace) -> int:
         finally:
             await conn.close()
 
-    trio_asyncio.run(trio_asyncio.aio_as_trio(go))
+    asyncio.run(go())
     return 0
 
 
 def cmd_outbox(args: argparse.Namespace) -> int:
     """Every outbox row: state, who holds its claim, which node delivered it (JSON)."""
+    import asyncio
+
     import asyncpg
-    import trio_asyncio
 
     async def go() -> list[dict[str, Any]]:
         conn = await asyncpg.connect(dsn())
@@ -183,13 +185,14 @@ def cmd_outbox(args: argparse.Namespace) -> int:
         finally:
             await conn.close()
 
-    print(json.dumps(trio_asyncio.run(trio_asyncio.aio_as_trio(go))))
+    print(json.dumps(asyncio.run(go())))
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import asyncio
+
     import asyncpg
-    import trio_asyncio
 
     async def go() -> dict[str, str]:
         conn = await asyncpg.connect(dsn())
@@ -200,7 +203,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         finally:
             await conn.close()
 
-    active = trio_asyncio.run(trio_asyncio.aio_as_trio(go))
+    active = asyncio.run(go())
     print(json.dumps(active))
     return 0
 

@@ -9,11 +9,10 @@ from typing import Any
 import httpx
 import pytest
 import trio
-import trio_asyncio
 
 from ipamd import runtime
 from ipamd.config import Config, parse
-from ipamd.db.bridge import Database, run_once
+from ipamd.db.bridge import Database, asyncio_loop, run_once
 from tests.support import postgres
 
 
@@ -29,7 +28,7 @@ def pg() -> Iterator[postgres.PgServer]:
 @pytest.fixture
 async def aio() -> AsyncIterator[Any]:
     """The asyncio loop asyncpg runs on, for tests that touch the database directly."""
-    async with trio_asyncio.open_loop() as loop:
+    async with asyncio_loop() as loop:
         yield loop
 
 

@@ -7,7 +7,6 @@ it a function to run there (``await browser.run(fn)``) while trio keeps serving 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import queue
 import shutil
@@ -79,14 +78,7 @@ class BrowserThread:
         from playwright.sync_api import sync_playwright
 
         try:
-            # trio-asyncio's event loop policy is process-wide and would hand Playwright a
-            # trio-bound loop; this thread runs a plain asyncio loop of its own instead.
-            plain = asyncio.new_event_loop
-            asyncio.new_event_loop = asyncio.SelectorEventLoop  # type: ignore[assignment]
-            try:
-                pw = sync_playwright().start()
-            finally:
-                asyncio.new_event_loop = plain
+            pw = sync_playwright().start()  # its own asyncio loop, on this thread
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         except BaseException as error:  # report to the waiting fixture
             self.error = error

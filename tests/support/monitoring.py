@@ -104,7 +104,7 @@ class MailSink:
 
 @contextmanager
 def smtp_server(tmp: Path) -> Iterator[tuple[int, MailSink]]:
-    """A real SMTP server (aiosmtpd) in its own process: this one runs trio-asyncio's loop."""
+    """A real SMTP server (aiosmtpd) in its own process: this one's asyncio loop is asyncpg's."""
     port = free_port()
     maildir = tmp / "maildir"
     args = [sys.executable, "-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{port}",

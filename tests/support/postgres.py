@@ -15,9 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import trio_asyncio
-
-from ipamd.db.bridge import run_once
+from ipamd.db.bridge import run_once, run_sync
 from ipamd.db.cluster import Cluster, find_bin_dir
 from ipamd.db.migrate import migrate
 
@@ -71,7 +69,7 @@ def _wait_ready(cluster: Cluster, process: subprocess.Popen, timeout: float = 60
             raise RuntimeError(f"postgres exited with {process.returncode}")
         if socket.exists():
             try:
-                trio_asyncio.run(run_once, cluster.dsn("postgres"), _ping)
+                run_sync(run_once, cluster.dsn("postgres"), _ping)
                 return
             except Exception as error:  # "the database system is starting up", refused, ...
                 last = error
@@ -100,8 +98,8 @@ def start(durable: bool = False) -> PgServer:
     process = cluster.spawn_server(fast=not durable, log_file=base / "postgres.log")
     try:
         _wait_ready(cluster, process)
-        trio_asyncio.run(run_once, cluster.dsn("postgres"), _make_template)
-        trio_asyncio.run(run_once, cluster.dsn(TEMPLATE), migrate)
+        run_sync(run_once, cluster.dsn("postgres"), _make_template)
+        run_sync(run_once, cluster.dsn(TEMPLATE), migrate)
     except BaseException:
         process.kill()
         raise

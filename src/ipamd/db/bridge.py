@@ -1,9 +1,9 @@
 """The one crossing between trio and asyncpg (which is asyncio-only).
 
-Each crossing costs ~90 µs, so a unit of database work is written as one
-asyncio-side coroutine function ``fn(conn, *args)`` and crosses once:
-``await db.run(fn, ...)`` or, inside a transaction, ``await db.transaction(fn, ...)``.
-Nothing else in the package imports asyncio or trio_asyncio.
+asyncpg runs on an asyncio loop that trio drives (db/aio_loop.py). A crossing costs an
+asyncio task and a trio reschedule, so a unit of database work is written as one asyncio-side
+coroutine function ``fn(conn, *args)`` and crosses once: ``await db.run(fn, ...)`` or, inside a
+transaction, ``await db.transaction(fn, ...)``. Nothing else in the package imports asyncio.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import asyncpg
 import trio
-import trio_asyncio
 
 from ipamd.core.jsonutil import dumps
+from ipamd.db import aio_loop
 from ipamd.db.outage import Outage, is_connection_loss, quiet_pool_logs
 
 log = logging.getLogger("ipamd.db")
@@ -33,12 +33,12 @@ Work = Callable[..., Awaitable[T]]
 UNIT_TIMEOUT_SECONDS = 60.0
 
 # asyncpg arms an asyncio timer per query (command_timeout), per pool release (to close a
-# connection idle for 5 minutes) and per cached statement (to forget it after 5 minutes).
-# trio-asyncio keeps a cancelled timer, with the context it holds (a whole API request), until
-# it would have fired: a busy API process held minutes of requests in memory, and its garbage
-# collections grew to hundreds of milliseconds. So no connection arms any: the pool keeps its
-# connections (at most pool_max) and statements stay cached (asyncpg's LRU of 100 per
-# connection bounds them).
+# connection idle for 5 minutes) and per cached statement (to forget it after 5 minutes). A
+# cancelled timer stays on the loop, with the context it holds (a whole API request), until
+# it would have fired: under trio-asyncio a busy API process held minutes of requests in
+# memory. So no connection arms any: the pool keeps its connections (at most pool_max) and
+# statements stay cached (asyncpg's LRU of 100 per connection bounds them); the unit timeout
+# is trio's.
 NO_TIMERS: dict[str, Any] = {"max_cached_statement_lifetime": 0}
 
 
@@ -53,7 +53,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 @asynccontextmanager
 async def asyncio_loop():  # type: ignore[no-untyped-def]
     """Open the asyncio loop that asyncpg runs on; wrap the whole nursery in it."""
-    async with trio_asyncio.open_loop() as loop:
+    async with aio_loop.open_loop() as loop:
         yield loop
 
 
@@ -96,8 +96,7 @@ class Database:
         with trio.move_on_after(timeout) as scope:
             while True:
                 try:
-                    pool = await trio_asyncio.aio_as_trio(_create_pool)(
-                        dsn, min_size, max_size, settings)
+                    pool = await aio_loop.call(_create_pool, dsn, min_size, max_size, settings)
                     return cls(pool, dsn)
                 except _REFUSED as error:
                     # Waiting does not fix a wrong password, a missing role or database.
@@ -111,7 +110,7 @@ class Database:
         raise ConnectionError(f"database not reachable after {timeout:.0f}s: {last}")
 
     async def close(self) -> None:
-        await trio_asyncio.aio_as_trio(self._pool.close)()
+        await aio_loop.call(self._pool.close)
 
     async def run(self, fn: Work[T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on one pooled connection; one crossing."""
@@ -124,9 +123,8 @@ class Database:
     async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
         try:
             with trio.fail_after(self.unit_timeout):
-                result = await trio_asyncio.aio_as_trio(_on_connection)(
-                    self._pool, fn, args, in_transaction
-                )
+                result = await aio_loop.call(_on_connection, self._pool, fn, args,
+                                               in_transaction)
         except trio.TooSlowError:
             # Cancelled on the asyncio side: asyncpg asks the server to cancel the statement
             # and rolls back an open transaction before the connection goes back to the pool.
@@ -154,7 +152,7 @@ class Database:
         send, receive = trio.open_memory_channel[str](buffer)
 
         def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            # Runs on the asyncio loop, which trio-asyncio drives in this same thread.
+            # Runs in a turn of the asyncio loop, inside one of trio's tasks (aio_loop).
             with contextlib.suppress(
                 trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
             ):
@@ -164,9 +162,8 @@ class Database:
             send.close()  # ends the consumer's ``async for``: it listens again
 
         try:
-            conn = await trio_asyncio.aio_as_trio(_listen_connection)(
-                self.dsn, channel, on_notify, on_lost
-            )
+            conn = await aio_loop.call(_listen_connection, self.dsn, channel, on_notify,
+                                         on_lost)
         except Exception as error:
             if is_connection_loss(error):
                 self.outage.lost(error)
@@ -175,9 +172,9 @@ class Database:
         async def release() -> None:
             send.close()
             with contextlib.suppress(Exception):
-                await trio_asyncio.aio_as_trio(conn.close)(timeout=2)
+                await aio_loop.call(conn.close, 2)
             if not conn.is_closed():
-                conn.terminate()
+                aio_loop.current().soon(conn.terminate)
 
         receive.release = release  # type: ignore[attr-defined]
         return receive
@@ -248,9 +245,9 @@ async def run_once(dsn: str, fn: Work[T], *args: Any) -> T:
         finally:
             await conn.close()
 
-    return await trio_asyncio.aio_as_trio(_go)()
+    return await aio_loop.call(_go)
 
 
-def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run a trio coroutine function with the asyncio loop open (CLI entry points)."""
-    return trio_asyncio.run(fn)
+def run_sync(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``trio.run(fn, *args)`` with the asyncio loop open (CLI entry points, test helpers)."""
+    return aio_loop.run(fn, *args)

@@ -1,7 +1,7 @@
 """The committer's own database sessions: one connection per commit worker, held for good.
 
 The shared asyncpg pool costs each unit of work an acquire and a release, measured at
-~0.22 ms of CPU per crossing under trio-asyncio (a quarter of a one-statement commit),
+~0.22 ms of CPU per unit under trio-asyncio (a quarter of a one-statement commit),
 and its reset on release would undo any session setting. The committer runs at most one
 batch per worker at a time, so it keeps that many connections and hands them out from a
 list: ``Connections`` stands in for the pool inside a ``db.bridge.Database`` (which only
