@@ -141,7 +141,10 @@ class DrivenLoop:
                     self._waiting = None
 
     def soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Call ``fn(*args)`` on the loop at its next turn (taken now)."""
+        """Call ``fn(*args)`` on the loop at its next turn (taken now); nothing once the loop
+        is closed."""
+        if self.closed:
+            return
         self.loop.call_soon(fn, *args)
         self.turn_now()
 

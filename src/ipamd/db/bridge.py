@@ -81,6 +81,7 @@ class Database:
     def __init__(self, pool: asyncpg.Pool, dsn: str, outage: Outage | None = None,
                  unit_timeout: float = UNIT_TIMEOUT_SECONDS) -> None:
         self._pool = pool
+        self._loop = aio_loop.current()  # the pool's loop: every unit of it runs there
         self.dsn = dsn
         self.outage = outage or Outage()
         self.unit_timeout = unit_timeout
@@ -110,7 +111,7 @@ class Database:
         raise ConnectionError(f"database not reachable after {timeout:.0f}s: {last}")
 
     async def close(self) -> None:
-        await aio_loop.call(self._pool.close)
+        await self._loop.call(self._pool.close)
 
     async def run(self, fn: Work[T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on one pooled connection; one crossing."""
@@ -121,23 +122,26 @@ class Database:
         return await self._cross(fn, args, True)
 
     async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
-        try:
-            with trio.fail_after(self.unit_timeout):
-                result = await aio_loop.call(_on_connection, self._pool, fn, args,
+        # A bare CancelScope, not trio.fail_after (a generator context manager): this runs
+        # once per request and per DHCP batch.
+        with trio.CancelScope(deadline=trio.current_time() + self.unit_timeout) as deadline:
+            try:
+                result = await self._loop.call(_on_connection, self._pool, fn, args,
                                                in_transaction)
-        except trio.TooSlowError:
-            # Cancelled on the asyncio side: asyncpg asks the server to cancel the statement
-            # and rolls back an open transaction before the connection goes back to the pool.
-            error = TimeoutError(
-                f"the database did not finish a unit of work in {self.unit_timeout:g} s")
-            self.outage.lost(error)
-            raise error from None
-        except Exception as error:
-            if is_connection_loss(error):
-                self.outage.lost(error)
-            raise
-        self.outage.reached()
-        return result
+            except Exception as error:
+                if is_connection_loss(error):
+                    self.outage.lost(error)
+                raise
+            self.outage.reached()
+            return result
+        # Past the deadline, cancelled on the asyncio side: asyncpg asks the server to cancel
+        # the statement and rolls back an open transaction before the connection goes back
+        # to the pool.
+        assert deadline.cancelled_caught
+        error = TimeoutError(
+            f"the database did not finish a unit of work in {self.unit_timeout:g} s")
+        self.outage.lost(error)
+        raise error
 
     async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.
@@ -162,7 +166,7 @@ class Database:
             send.close()  # ends the consumer's ``async for``: it listens again
 
         try:
-            conn = await aio_loop.call(_listen_connection, self.dsn, channel, on_notify,
+            conn = await self._loop.call(_listen_connection, self.dsn, channel, on_notify,
                                          on_lost)
         except Exception as error:
             if is_connection_loss(error):
@@ -172,9 +176,9 @@ class Database:
         async def release() -> None:
             send.close()
             with contextlib.suppress(Exception):
-                await aio_loop.call(conn.close, 2)
+                await self._loop.call(conn.close, 2)
             if not conn.is_closed():
-                aio_loop.current().soon(conn.terminate)
+                self._loop.soon(conn.terminate)
 
         receive.release = release  # type: ignore[attr-defined]
         return receive
