@@ -46,3 +46,24 @@ def test_the_bound_drops_the_oldest_first() -> None:
     assert rows.get("prefix", 1, 1) is None and rows.get("prefix", 2, 1) is None
     assert rows.get("prefix", 0, 2) == "0 again" and rows.get("prefix", 8, 1) == "8"
     assert all(rows.get("prefix", n, 1) == str(n) for n in range(3, 8))
+
+
+def test_a_page_is_looked_up_in_order_with_one_clock_reading() -> None:
+    clock = Clock()
+    reads = 0
+
+    def counted() -> float:
+        nonlocal reads
+        reads += 1
+        return clock()
+
+    rows = RenderedRows(max_age=60, clock=counted)
+    rows.put("prefix", "a", 1, "A")
+    rows.put("prefix", "b", 1, "B")
+    clock.now += 30
+    rows.put("prefix", "c", 1, "C")
+    clock.now += 31  # a and b are now too old, c is not
+    reads = 0
+    assert rows.get_many("prefix", [("c", 1), ("a", 1), ("x", 1), ("c", 2)]) == [
+        "C", None, None, None]
+    assert reads == 1

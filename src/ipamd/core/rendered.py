@@ -15,7 +15,7 @@ row could otherwise, in theory, meet an old rendering under its new version.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 
 MAX_ROWS = 20_000
 MAX_AGE_SECONDS = 3600.0
@@ -35,10 +35,18 @@ class RenderedRows:
 
     def get(self, kind: str, row_id: Hashable, version: int) -> str | None:
         """The text rendered for exactly this version of the row, or None."""
-        entry = self._rows.get((kind, row_id))
-        if entry is None or entry[0] != version or self._clock() - entry[1] > self._max_age:
-            return None
-        return entry[2]
+        return self.get_many(kind, [(row_id, version)])[0]
+
+    def get_many(self, kind: str, rows: Iterable[tuple[Hashable, int]]) -> list[str | None]:
+        """``get`` for each (id, version) of a page, in order; the clock is read once."""
+        oldest = self._clock() - self._max_age
+        held = self._rows.get
+        texts: list[str | None] = []
+        for row_id, version in rows:
+            entry = held((kind, row_id))
+            fresh = entry is not None and entry[0] == version and entry[1] >= oldest
+            texts.append(entry[2] if fresh else None)  # type: ignore[index]
+        return texts
 
     def put(self, kind: str, row_id: Hashable, version: int, text: str) -> None:
         key = (kind, row_id)

@@ -93,14 +93,15 @@ async def list_page(
            ORDER BY id LIMIT $6""",
         after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
     )
+    ids = [r["id"] for r in page]
+    held = rendered.get_many("prefix", zip(ids, [r["version"] for r in page], strict=True))
     texts: dict[uuid.UUID, str] = {}
     missing = []
-    for r in page:
-        text = rendered.get("prefix", r["id"], r["version"])
+    for row_id, text in zip(ids, held, strict=True):
         if text is None:
-            missing.append(r["id"])
+            missing.append(row_id)
         else:
-            texts[r["id"]] = text
+            texts[row_id] = text
     if missing:
         # A row changed since the page was read is shown as it is now; one deleted is left out.
         for row in await conn.fetch(
@@ -108,7 +109,7 @@ async def list_page(
                 missing):
             texts[row["id"]] = text = dumps(public(row))
             rendered.put("prefix", row["id"], row["version"], text)
-    return [(r["id"], texts[r["id"]]) for r in page if r["id"] in texts]
+    return [(row_id, texts[row_id]) for row_id in ids if row_id in texts]
 
 
 @guarded
