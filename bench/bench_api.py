@@ -153,7 +153,18 @@ def connections_by_process(port: int) -> list[int]:
     return sorted(counts.values(), reverse=True)
 
 
+def settled(port: int, seconds: float = 5.0) -> None:
+    """Until the previous run's connections are gone from the API's processes: each worker
+    counts its open connections to share new ones evenly (api/balance.py), so a run started
+    while the last one's closes are still being handled splits its clients unevenly (6/2
+    seen) — an artefact of back-to-back runs, not of clients."""
+    deadline = time.monotonic() + seconds
+    while connections_by_process(port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[str, Any]:
+    settled(app.api_port)
     load = os.getloadavg()[0]
     cpu = app.cpu_seconds()
     wrk = start_wrk(app.base + PATH, script, clients, seconds)
