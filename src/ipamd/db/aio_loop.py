@@ -166,6 +166,9 @@ class DrivenLoop:
         task.add_done_callback(finished)
         self.turn_now()
         if task.done():  # no I/O to wait for (or it failed at once)
+            # Still a schedule point, as every trio async call is; shielded, so a unit that
+            # has finished (a commit, say) is never reported as cancelled.
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return _result(task, crossing).unwrap()
 
         def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
