@@ -73,7 +73,7 @@ from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port  # noqa: E4
 from tests.support.pdns import PDNS, SCHEMA, PowerDns  # noqa: E402
 
 from ipamd.config import parse as parse_config  # noqa: E402
-from ipamd.core.lease_events import event_ctes  # noqa: E402
+from ipamd.core.lease_events import JOURNAL_CHANNEL, event_ctes  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DNSPERF = shutil.which("dnsperf") or "/usr/bin/dnsperf"
@@ -290,8 +290,10 @@ def bench_serve(args: argparse.Namespace, pg: Pg, work: Path, out: Path) -> dict
 # --- ddns: updates per second per adapter ---------------------------------------------------
 
 async def _grant_burst(conn: Any, subnet_id: str, count: int) -> int:
-    """`count` grants as the lease store writes them (lease rows, their lease_events and
-    events rows: the fan-out trigger adds one kind=dns outbox row each), one transaction."""
+    """`count` grants as the lease store writes them (lease rows and their journal rows, from
+    which the appliance's deriver writes lease_events and events rows — the fan-out trigger
+    then stages the DNS changes), one transaction; the NOTIFY wakes the deriver, as the
+    API's force-release does."""
     sql = f"""
 WITH src AS (
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, hostname, fqdn, giaddr,
@@ -305,7 +307,9 @@ WITH src AS (
 ){event_ctes('src', 'event')}
 SELECT count(*) FROM src"""
     async with conn.transaction():
-        return await conn.fetchval(sql, subnet_id, count, DDNS_ZONE)
+        made: int = await conn.fetchval(sql, subnet_id, count, DDNS_ZONE)
+        await conn.execute("SELECT pg_notify($1, '')", JOURNAL_CHANNEL)
+        return made
 
 
 async def _dns_rows(conn: Any) -> dict[str, Any]:

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Where PostgreSQL's share of a DORA goes: the lease store's grant statement alone.
+"""Where PostgreSQL's share of a DORA goes: the lease store's grant statement alone, and
+the derivation of its history row and event from the lease journal.
 
 A private, durable PostgreSQL cluster (fsync and synchronous commit on, as the appliance
 runs) gets a fresh, migrated database per variant, with one /16 subnet. The bench commits
 new leases (Acks of new clients, each with a MAC and a host name) through the DHCP
 committer's own code, ``leasestore.commit``, on a session with the committer's settings,
 in batches of --batch, and prints the CPU the PostgreSQL backend spent per grant (from
-/proc, so it counts only that session's process) and the wall time per grant.
+/proc, so it counts only that session's process) and the wall time per grant; then it
+derives the journal rows those grants wrote (``core.lease_events.derive``, as the deriver
+does, DERIVE_BATCH at a time) and prints that CPU per grant too.
 
 Variants take one part away, so the difference to ``base`` is that part's cost (they are
 measurements, not configurations: every part is there for a feature):
@@ -16,6 +19,8 @@ measurements, not configurations: every part is there for a feature):
   no_interval_idx   without the eight identity indexes on intervals (history look-ups)
   no_lease_idx      without the leases' API indexes (by subnet, address, MAC, expiry)
   no_fanout         without the events table's three statement triggers (outbox, DNS, alerts)
+  no_triggers       no_history and no_fanout together
+(the history fold and the fan-out run when deriving, not in the grant's commit).
 Each variant runs --rounds times, alternating, and the median is printed. No peer: the
 comparison is between variants of one run. (issue 17: a DORA's PostgreSQL CPU)
 """
@@ -37,6 +42,7 @@ import asyncpg  # noqa: E402
 from tests.integration.dhcp.harness import seed_subnet  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
+from ipamd.core import lease_events  # noqa: E402
 from ipamd.dhcp import leasestore  # noqa: E402
 from ipamd.dhcp.leasestore import Op, OpKind  # noqa: E402
 from ipamd.dhcp.sessions import SESSION_SETTINGS  # noqa: E402
@@ -55,6 +61,8 @@ VARIANTS: dict[str, list[str]] = {
                   "DROP TRIGGER events_outbox_fanout_dns ON events",
                   "DROP TRIGGER events_zz_alert_fanout ON events"],
 }
+# Both derived writes away: what the lease, lease_events and events rows cost on their own.
+VARIANTS["no_triggers"] = VARIANTS["no_history"] + VARIANTS["no_fanout"]
 
 
 def backend_cpu(pid: int) -> float:
@@ -71,9 +79,9 @@ def grants(subnet_id: object, first: int, count: int) -> list[Op]:
     return ops
 
 
-async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int
-                  ) -> tuple[float, float]:
-    """(backend CPU µs, wall µs) per grant."""
+async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
+                  gap: float = 0.0) -> tuple[float, float, float]:
+    """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant."""
     admin = await asyncpg.connect(pg.dsn("postgres"))
     name = postgres.next_name()
     await postgres.clone(admin, name)
@@ -85,20 +93,29 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int
                 await conn.execute(statement)
             pid = await conn.fetchval("SELECT pg_backend_pid()")
             await leasestore.commit(conn, grants(subnet_id, 0, WARM))
-            cpu, wall = backend_cpu(pid), time.perf_counter()
+            await lease_events.derive_all(conn)
+            cpu, wall = backend_cpu(pid), 0.0
             for first in range(WARM, WARM + count, batch):
                 ops = grants(subnet_id, first, batch)
+                if gap:
+                    await asyncio.sleep(gap)  # an idle database between batches (light load)
+                started = time.perf_counter()
                 await leasestore.commit(conn, ops)
+                wall += time.perf_counter() - started
                 if not all(op.ok for op in ops):
                     raise RuntimeError("a grant was refused")
-            cpu, wall = backend_cpu(pid) - cpu, time.perf_counter() - wall
+            cpu = backend_cpu(pid) - cpu
+            derived = backend_cpu(pid)
+            while await lease_events.derive(conn):
+                pass
+            derived = backend_cpu(pid) - derived
         finally:
             await conn.close()
     finally:
         await postgres.drop(admin, name)
         await admin.close()
     done = count // batch * batch
-    return 1e6 * cpu / done, 1e6 * wall / done
+    return 1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,28 +125,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grants", type=int, default=8_000, help="grants measured per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per variant (median)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="idle time before each batch (light load: cold caches)")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
     if unknown or not 1 <= args.batch <= 1000 or args.grants < args.batch:
         parser.error(f"unknown variants {unknown}" if unknown else "batch 1..1000, grants ≥ batch")
     print(f"lease store: {args.grants} grants in batches of {args.batch}, durable PostgreSQL, "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)
+          f"{args.gap_ms:g} ms idle before each, load {os.getloadavg()[0]:.1f}", flush=True)
     pg = postgres.start(durable=True)
     try:
-        runs: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+        runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
         for _ in range(args.rounds):
             for variant in names:
-                runs[variant].append(asyncio.run(measure(pg, variant, args.batch, args.grants)))
+                runs[variant].append(asyncio.run(measure(pg, variant, args.batch, args.grants,
+                                                           args.gap_ms / 1000)))
     finally:
         pg.stop()
-    base = statistics.median(c for c, _ in runs["base"]) if "base" in runs else None
-    print(f"  {'variant':18s} {'CPU µs/grant':>13s} {'wall µs/grant':>14s} {'vs base':>8s}")
+    def total(figures: tuple[float, float, float]) -> float:
+        return figures[0] + figures[2]
+
+    base = statistics.median(map(total, runs["base"])) if "base" in runs else None
+    print(f"  {'variant':18s} {'commit CPU µs':>13s} {'commit wall µs':>14s} "
+          f"{'derive CPU µs':>13s} {'total vs base':>13s}   (per grant)")
     for variant, figures in runs.items():
-        cpu = statistics.median(c for c, _ in figures)
-        wall = statistics.median(w for _, w in figures)
-        diff = f"{cpu - base:+8.1f}" if base is not None else ""
-        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {diff}")
+        cpu = statistics.median(c for c, _, _ in figures)
+        wall = statistics.median(w for _, w, _ in figures)
+        derive = statistics.median(d for _, _, d in figures)
+        diff = f"{statistics.median(map(total, figures)) - base:+13.1f}" if base is not None else ""
+        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {derive:13.1f} {diff}")
     return 0
 
 

@@ -47,7 +47,7 @@ from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed, load_pair
-from ipamd.workers import history_retention, housekeeping
+from ipamd.workers import history_retention, housekeeping, lease_journal
 
 log = logging.getLogger("ipamd")
 
@@ -123,6 +123,8 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     housekeep = functools.partial(housekeeping.run, purge_keys=idempotency.purge_expired)
     found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
+    # Every node: lease changes' history rows and outbox events (core/lease_events.py).
+    found.append(("lease_journal", lease_journal.run))
     if state.config.outbox.enabled:
         outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
         found.append(("outbox", outbox))

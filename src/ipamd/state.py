@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ipamd.config import Config
+from ipamd.core.lease_events import JournalPending
 from ipamd.core.rendered import RenderedRows
 from ipamd.db.bridge import Database
 
@@ -83,3 +84,5 @@ class AppState:
     main_process: MainProcess | None = None
     # Rows' JSON text by row version, for list pages (core/rendered.py).
     rendered: RenderedRows = field(default_factory=RenderedRows)
+    # Lease journal rows written by this process, waiting for its deriver.
+    lease_journal: JournalPending = field(default_factory=JournalPending)

@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from ipamd import runtime
+from ipamd.core.lease_events import derive_all
 from ipamd.db.bridge import Database
 from tests.support import dhcp_lab, netns
 from tests.support.dhcp_lab import GATEWAY, LAN, DhcpNet
@@ -109,6 +110,7 @@ async def wait_lease(client: httpx.AsyncClient, mac: str, state: str,
 
 
 async def _events(conn: Any, lease_id: str) -> list[str]:
+    await derive_all(conn)  # history rows and events follow the lease journal
     rows = await conn.fetch(
         "SELECT event FROM lease_events WHERE lease_id = $1::uuid ORDER BY at, id", lease_id
     )
@@ -120,6 +122,7 @@ async def lease_events(db: Database, lease_id: str) -> list[str]:
 
 
 async def _topics(conn: Any, lease_id: str) -> list[str]:
+    await derive_all(conn)  # history rows and events follow the lease journal
     rows = await conn.fetch(
         "SELECT topic FROM events WHERE payload->>'lease_id' = $1 ORDER BY id", lease_id
     )

@@ -5,10 +5,12 @@ worker tasks each take what has queued up and commit the lot with one crossing i
 asyncio (``leasestore.commit``: one statement per batch). Only after that commit are the
 waiters' replies built and sent, so an Ack is never ahead of its lease.
 
-A worker that finds the database idle commits at once: at light load a window would only
-add its length to every answer. While another batch is in the database, the worker waits
-a short window (unless ``batch_max`` is already there) so that the load forms batches;
-with several workers one batch is being built while another is in the database. The
+A worker that finds the database idle commits at once when ops arrive sparsely: at light
+load a window would only add its length to every answer. While another batch is in the
+database, or while ops arrive closer together than the window (a burst: the last two came
+less than a window apart), the worker waits a short window (unless ``batch_max`` is
+already there) so that the load forms batches; with several workers one batch is being
+built while another is in the database. The
 batches run on the committer's own sessions (``sessions``), not the shared pool.
 
 Discovers never come here: an Offer is answered from this node's memory (engine.py), so
@@ -22,6 +24,7 @@ answered in time.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -68,10 +71,14 @@ class Committer:
         self._saturated_from = 0.0
         self._sessions: Database | None = None
         self._queue: list[Exchange] = []
+        self._submitted = -math.inf  # when the last op came (monotonic, as Exchange.born)
+        self._dense = False  # the last two ops came less than a window apart
         self._lot = trio.lowlevel.ParkingLot()
         self._log = Throttle(log)
 
     def submit(self, tx: Exchange) -> None:
+        self._dense = tx.born - self._submitted < self.window
+        self._submitted = tx.born
         self._queue.append(tx)
         if self._lot:  # a parked worker (len of the lot: cheaper than its statistics())
             self._lot.unpark()
@@ -88,6 +95,12 @@ class Committer:
         """Seconds so far with every commit worker busy, the current stretch included."""
         now = time.perf_counter() - self._saturated_from
         return self._saturated_seconds + (now if self.in_flight == self.workers else 0.0)
+
+    def gathers(self) -> bool:
+        """Wait a window before taking a batch: another batch is in the database or ops come
+        in a burst, and the batch is not full yet."""
+        return (bool(self.window) and (self.in_flight > 0 or self._dense)
+                and self.queued < self.batch_max)
 
     def _take(self) -> list[Exchange]:
         batch = self._queue[:self.batch_max]
@@ -109,7 +122,7 @@ class Committer:
         while True:
             while not self.queued:
                 await self._lot.park()
-            if self.in_flight and self.window and self.queued < self.batch_max:
+            if self.gathers():
                 await trio.sleep(self.window)
             batch = self._take()
             if self.stale and batch:

@@ -1,6 +1,7 @@
 """The lease expiry worker: ends leases whose time is up, in batches (``leasestore.expire_batch``).
 
-* active -> expired, with its lease_events row and a ``lease.expired`` event;
+* active -> expired, with its journal row (its history row and ``lease.expired`` event
+  follow, workers/lease_journal.py);
 * declined -> expired once the probation is over, with its ``expired`` event: that
   closes the quarantine in the occupancy history;
 * offered (an Offer hold an earlier version wrote; this one holds Offers in the DHCP
@@ -37,6 +38,8 @@ async def sweep(state: AppState) -> int:
         total += len(ended)
         if len(ended) < batch:
             break
+    if total:
+        state.lease_journal.written()
     return total
 
 

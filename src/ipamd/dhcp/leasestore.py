@@ -9,9 +9,11 @@
   with no live lease left is deleted.
 
 Asyncio side, called through the bridge (one crossing per unit). Every change writes its
-lease_events row and ``events`` row in the same statement (``core.lease_events``). The
-unique indexes on live leases judge every new lease: a refused insert is reported back with
-the rows that refused it, so the caller can pick again.
+``lease_journal`` row in the same statement (``core.lease_events``); its history row and its
+outbox event are derived from the journal afterwards, many changes at a time, so a DHCP
+Ack waits for its own commit only. The unique indexes on live leases judge every new lease:
+a refused insert is reported back with the rows that refused it, so the caller can pick
+again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.core.lease_events import event_ctes
+from ipamd.core.lease_events import JOURNAL_CHANNEL, event_ctes
 
 
 class OpKind(IntEnum):
@@ -195,8 +197,8 @@ _PARTS = ((_END, 6, "ended"), (_ACK, 13, "acked"), (_INSERT, 14, "inserted"))
 
 @cache
 def _main_sql(present: tuple[bool, bool, bool]) -> str:
-    """The statement for the parts present (ends, acks, inserts), with the lease_events and
-    ``events`` rows of the leases it changes (every change is an event)."""
+    """The statement for the parts present (ends, acks, inserts), with the journal rows of
+    the leases it changes (every change is an event)."""
     ctes: list[str] = []
     outputs: list[str] = []
     param = 1
@@ -374,7 +376,8 @@ async def expire_batch(
 
 
 # $2: whether this is a lease event. An ``offered`` row (an earlier version's Offer hold)
-# was never granted: ending it leaves no history and no lease.released.
+# was never granted: ending it leaves no history and no lease.released. The API runs it,
+# maybe in a worker process: the NOTIFY (sent at commit) wakes the main process's deriver.
 _FORCE_RELEASE = f"""
 WITH u AS (
     UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),
@@ -382,7 +385,7 @@ WITH u AS (
     WHERE lease_id = $1 AND state IN ('offered', 'active', 'declined')
     RETURNING *, CASE WHEN $2 THEN 'released' END AS event
 ){event_ctes("u", "event")}
-SELECT lease_id FROM u
+SELECT lease_id, pg_notify('{JOURNAL_CHANNEL}', '') FROM u
 """
 
 

@@ -279,6 +279,7 @@ class DhcpServer:
         counters.commit_latency.observe(self.committer.last_seconds)
         env = self.env
         if ok:
+            self.state.lease_journal.written()
             self.stats.added(sum(1 for tx in batch  # type: ignore[union-attr]
                                  if tx.op.ok and tx.op.kind == OpKind.INSERT))
         for tx in batch:

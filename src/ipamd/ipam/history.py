@@ -1,8 +1,9 @@
 """Occupancy history: who held which address when, and a subnet's address map "As of" a moment.
 
-The DHCP server writes ``lease_events``; a trigger (migration 0005) folds them into
-``lease_intervals``, one row per occupancy. Everything here reads that table (and, for
-the map, the address plan plus its audit trail). Asyncio side: call through the bridge.
+Lease changes are journaled and derived into ``lease_events`` (core/lease_events.py); a
+trigger (migration 0005) folds them into ``lease_intervals``, one row per occupancy.
+Everything here reads that table (and, for the map, the address plan plus its audit
+trail). Asyncio side: call through the bridge.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core.errors import not_found
+from ipamd.core.lease_events import derive_all
 
 # The identity parameters of GET /history, each with the condition it puts on
 # lease_intervals. $1 is the (normalised) value, $2 the optional giaddr.
@@ -90,7 +92,12 @@ def lookup_sql(lookup: Lookup, after: tuple[dt.datetime, int] | None, limit: int
 async def intervals_page(
     conn: asyncpg.Connection, lookup: Lookup, after: tuple[dt.datetime, int] | None, limit: int
 ) -> list[asyncpg.Record]:
-    """limit+1 intervals in time order after the cursor (the extra one says there is more)."""
+    """limit+1 intervals in time order after the cursor (the extra one says there is more).
+
+    The first page derives the lease journal first: the answer includes every change made
+    before the question (later pages continue that answer)."""
+    if after is None:
+        await derive_all(conn)
     sql, args = lookup_sql(lookup, after, limit)
     return await conn.fetch(sql, *args)
 
@@ -337,7 +344,9 @@ async def _plan(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
 
 async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
                       ) -> AddressMap:
-    """The subnet's addresses as they stood at ``at``, from one consistent snapshot."""
+    """The subnet's addresses as they stood at ``at``, from one consistent snapshot (taken
+    once the lease journal is derived: every change made before the question is in it)."""
+    await derive_all(conn)
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         # A busy moment matches a large share of the table: the planner would scan it all,
         # in parallel; the GiST index reads only the moment's rows.

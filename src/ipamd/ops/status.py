@@ -15,7 +15,7 @@ from ipamd.config import Config
 
 def expected_services(config: Config) -> list[str]:
     """The services this node's configuration enables (as runtime.services() starts them)."""
-    found = ["api", "housekeeping", "history_retention"]
+    found = ["api", "housekeeping", "history_retention", "lease_journal"]
     if config.outbox.enabled:
         found.append("outbox")
     if config.dhcp.enabled:

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from ipamd import runtime
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket, seed_subnet
@@ -114,6 +115,7 @@ async def test_force_release(relay: Relay, viewer: httpx.AsyncClient,
     assert audit[0]["before"]["state"] == "active" and audit[0]["after"]["state"] == "released"
 
     async def topics(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return [r["topic"] for r in await conn.fetch(
             "SELECT topic FROM events WHERE topic LIKE 'lease.%' ORDER BY id")]
 
@@ -178,6 +180,7 @@ async def test_an_offer_is_no_lease_in_the_api_or_the_history(
     assert (await operator.get("/leases")).json()["items"] == []
 
     async def counts(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return await conn.fetchrow(
             """SELECT (SELECT count(*) FROM events WHERE topic LIKE 'lease.%') AS topics,
                       (SELECT count(*) FROM lease_events) AS history,

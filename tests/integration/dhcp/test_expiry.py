@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import trio
 
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import expiry
 from ipamd.dhcp import options as o
@@ -61,6 +62,7 @@ async def test_expiry_ends_leases_and_lapsed_holds(dhcp: Any) -> None:
     assert server.cache.counts()["offered"] == 0  # the hold lapsed in memory
 
     async def topics(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return [r["topic"] for r in await conn.fetch(
             "SELECT topic FROM events WHERE topic LIKE 'lease.%' ORDER BY id")]
 

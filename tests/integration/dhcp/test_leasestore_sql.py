@@ -1,5 +1,5 @@
-"""The batch SQL against real Postgres: unique indexes as judge, events in the same statement,
-supersede, and the expiry worker's batch. (An Offer writes nothing: ``offered`` rows here
+"""The batch SQL against real Postgres: unique indexes as judge, journal rows in the same
+statement (history rows and events derived from them), supersede, and the expiry worker's batch. (An Offer writes nothing: ``offered`` rows here
 are the ones an earlier version wrote, which this one still honours.)"""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.leasestore import Op, OpKind, expire_batch
@@ -39,8 +40,18 @@ async def _commit(db: Database, *ops: Op) -> list[Op]:
 
 
 async def _q(db: Database, sql: str, *args: Any) -> list[dict[str, Any]]:
+    """Rows read once the lease journal is derived (history rows and events follow it)."""
     async def read(conn) -> Any:
+        await lease_events.derive_all(conn)
         return [dict(r) for r in await conn.fetch(sql, *args)]
+
+    return await db.run(read)
+
+
+async def _raw(db: Database, sql: str) -> Any:
+    """A value read as it stands, nothing derived."""
+    async def read(conn) -> Any:
+        return await conn.fetchval(sql)
 
     return await db.run(read)
 
@@ -192,3 +203,43 @@ async def test_expiry_batch(db: Database, subnet: uuid.UUID) -> None:
     topics = [r["topic"] for r in await _q(db, "SELECT topic FROM events ORDER BY id")
               if r["topic"].startswith("lease.")]
     assert topics.count("lease.expired") == 2
+
+
+async def test_changes_are_journaled_then_derived_once_in_order(db: Database,
+                                                                subnet: uuid.UUID) -> None:
+    (granted,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.30", b"j", 600))
+    await _commit(db, _op(OpKind.RELEASE, subnet, "127.77.1.30", b"j"))
+    # The commits wrote their journal rows and nothing derived yet.
+    assert await _raw(db, "SELECT count(*) FROM lease_journal") == 2
+    assert await _raw(db, "SELECT count(*) FROM lease_events") == 0
+    assert await _raw(db, "SELECT count(*) FROM events WHERE topic LIKE 'lease.%'") == 0
+    assert await db.run(lease_events.derive) == 2  # both in one statement
+    assert await db.run(lease_events.derive) == 0  # each row derived once
+    assert await _raw(db, "SELECT count(*) FROM lease_journal") == 0
+    # Derived together, still in the order they were made (ids, times), and folded.
+    events = await _q(db, "SELECT topic, payload, created_at FROM events "
+                          "WHERE topic LIKE 'lease.%' ORDER BY id")
+    assert [e["topic"] for e in events] == ["lease.granted", "lease.released"]
+    assert events[0]["payload"]["lease_id"] == str(granted.lease_id)
+    history = await _q(db, "SELECT event, at FROM lease_events ORDER BY id")
+    assert [h["event"] for h in history] == ["granted", "released"]
+    assert [e["created_at"] for e in events] == [h["at"] for h in history]
+    assert history[0]["at"] <= history[1]["at"]
+    intervals = await _q(db, "SELECT state, to_at IS NULL AS open FROM lease_intervals "
+                             "WHERE ip = '127.77.1.30'")
+    assert intervals == [{"state": "released", "open": False}]
+
+
+async def test_a_rolled_back_change_leaves_no_journal_row(db: Database,
+                                                         subnet: uuid.UUID) -> None:
+    class Boom(Exception):
+        pass
+
+    async def grant_then_fail(conn) -> None:
+        await leasestore.commit(conn, [_op(OpKind.INSERT, subnet, "127.77.1.31", b"k", 600)])
+        raise Boom
+
+    with pytest.raises(Boom):
+        await db.transaction(grant_then_fail)
+    assert await _raw(db, "SELECT count(*) FROM lease_journal") == 0
+    assert await _q(db, "SELECT * FROM lease_events") == []

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from ipamd.dhcp.codec import DhcpMessage
@@ -104,6 +105,7 @@ async def test_2000_concurrent_clients(dhcp: Any) -> None:
     assert len(acked) == CLIENTS  # no address given twice
 
     async def totals(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return await conn.fetchrow(
             """SELECT count(*) AS leases, count(DISTINCT ip) AS addresses,
                       (SELECT count(*) FROM lease_events WHERE event = 'granted') AS granted,

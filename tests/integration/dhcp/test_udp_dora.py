@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import RELAY_IP, seed_subnet
@@ -34,6 +35,7 @@ async def _lease(db: Database, address: str) -> dict[str, Any] | None:
 
 async def _events(db: Database) -> list[tuple[str, str]]:
     async def read(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return await conn.fetch("SELECT event, host(ip) AS ip FROM lease_events ORDER BY id")
 
     return [(r["event"], r["ip"]) for r in await db.run(read)]

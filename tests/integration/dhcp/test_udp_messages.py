@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import trio
 
+from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import DEFAULT_TENANT, RELAY_IP, seed_subnet
@@ -55,6 +56,7 @@ async def _dora(relay: Any, mac: bytes, **extra: Any) -> tuple[Any, Any]:
 
 async def _rows(db: Database, sql: str, *args: Any) -> list[dict[str, Any]]:
     async def read(conn) -> Any:
+        await lease_events.derive_all(conn)  # history rows and events follow the journal
         return [dict(r) for r in await conn.fetch(sql, *args)]
 
     return await db.run(read)

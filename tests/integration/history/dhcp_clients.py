@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 import trio
 
+from ipamd.core.lease_events import derive_all
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import RELAY_IP, Relay
@@ -46,6 +47,7 @@ class Client:
 
 
 async def _events(conn: asyncpg.Connection, ip: str) -> list[str]:
+    await derive_all(conn)  # history rows and events follow the lease journal
     rows = await conn.fetch(
         "SELECT event FROM lease_events WHERE ip = $1::inet ORDER BY at, id", ip)
     return [r["event"] for r in rows]

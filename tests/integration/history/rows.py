@@ -12,6 +12,8 @@ from typing import Any
 
 import asyncpg
 
+from ipamd.core.lease_events import derive_all
+
 DEFAULT_TENANT = uuid.UUID("00000000-0000-7000-8000-000000000001")
 T0 = dt.datetime(2025, 1, 6, 12, 0, tzinfo=dt.UTC)
 
@@ -42,6 +44,7 @@ async def event(
 
 
 async def intervals(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+    await derive_all(conn)  # history rows and events follow the lease journal
     rows = await conn.fetch(
         """SELECT lease_id, host(ip) AS ip, mac::text AS mac, hostname, duid, from_at, to_at,
                   state, expires_at, declined_at

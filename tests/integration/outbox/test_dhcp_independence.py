@@ -9,6 +9,7 @@ from ipamd.dhcp import options as o
 from ipamd.dhcp.server import DhcpServer
 from ipamd.outbox import scheduler, webhooks
 from ipamd.state import AppState
+from ipamd.workers import lease_journal
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, relay_socket, seed_subnet
 from tests.integration.outbox.conftest import SECRET_ENV, fast_outbox
@@ -69,6 +70,7 @@ async def test_leases_are_granted_while_the_receiver_hangs(db, dsn, receiver, ca
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as inner:
             await inner.start(scheduler.run, state)
+            await inner.start(lease_journal.run, state)  # the lease events, from the journal
             await inner.start(server.run)
             relay = Relay(trio.socket.from_stdlib_socket(relay_sock), server.addresses[0])
             inner.start_soon(relay.run)
@@ -79,7 +81,10 @@ async def test_leases_are_granted_while_the_receiver_hangs(db, dsn, receiver, ca
             elapsed = time.perf_counter() - started
             print(f"{CLIENTS} leases granted in {elapsed:.2f} s with the receiver hanging")
 
-            counts = await db.run(_counts)
+            # The grants' events follow their journal rows within moments.
+            with trio.fail_after(30):
+                while (counts := await db.run(_counts))["queued"] < CLIENTS:
+                    await trio.sleep(0.05)
             assert counts == {"active": CLIENTS, "queued": CLIENTS, "delivered": 0}
             # Every worker is stuck in a request the receiver never answers.
             assert len(receiver.received) == WORKERS

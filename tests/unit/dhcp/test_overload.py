@@ -128,6 +128,22 @@ def test_ops_go_into_batches_first_come_first_served() -> None:
     assert committer.queued == 0 and committer.waited(10.0) == 0.0
 
 
+def test_a_lone_op_is_committed_at_once_a_burst_is_gathered() -> None:
+    committer = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
+                          window_seconds=0.001, workers=2)
+    committer.submit(_tx(o.REQUEST, 10.0))
+    assert not committer.gathers()  # light load: the window would only delay the answer
+    committer.submit(_tx(o.REQUEST, 10.0005))  # half a window later: a burst
+    assert committer.gathers()
+    committer.submit(_tx(o.REQUEST, 10.0006))
+    assert not committer.gathers()  # batch_max is there already: nothing to wait for
+    committer._take()
+    committer.submit(_tx(o.REQUEST, 11.0))  # a second later: sparse again
+    assert not committer.gathers()
+    committer.in_flight = 1  # ... unless another batch is in the database meanwhile
+    assert committer.gathers()
+
+
 def test_ops_past_the_stale_bound_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
     committer, dropped = _committer(stale=2.0)
     monkeypatch.setattr("ipamd.dhcp.committer.time.monotonic", lambda: 100.0)

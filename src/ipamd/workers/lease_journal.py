@@ -1,0 +1,78 @@
+"""The lease journal's deriver: history rows and outbox events for the leases changed.
+
+Every lease change writes a ``lease_journal`` row in its own transaction
+(``core.lease_events``); this service, on every node, moves them into ``lease_events``
+(the occupancy history folds them) and ``events`` (webhooks, DNS updates, alerts), in
+batches. It derives when told: by this process's writers (the DHCP committer after each
+batch, the expiry worker; ``AppState.lease_journal``), by a NOTIFY from other processes
+(the API's force-release), and every few seconds regardless (rows another node left behind
+when it stopped). It waits ``GATHER_SECONDS`` first, so that a lease storm's commits are
+derived a few hundred at a time, not one statement per commit.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from ipamd.core.lease_events import DERIVE_BATCH, JOURNAL_CHANNEL, derive
+from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
+from ipamd.state import AppState
+
+log = logging.getLogger("ipamd.lease_journal")
+
+# Changes wait at most about this long for their webhooks, DNS updates and history rows;
+# at 1,000 leases a second a derive statement then carries ~20 of them.
+GATHER_SECONDS = 0.02
+BACKSTOP_SECONDS = 5.0  # look even when nobody said so
+RETRY_SECONDS = 1.0  # after a failed derive (the database is down, say)
+LISTEN_RETRY_SECONDS = 2.0
+
+
+async def derive_pending(state: AppState) -> int:
+    """Derive until the journal is empty (as far as this statement sees it)."""
+    total = 0
+    while True:
+        moved = await state.db.run(derive)
+        total += moved
+        if moved < DERIVE_BATCH:
+            return total
+        await trio.lowlevel.checkpoint()
+
+
+async def _listen(state: AppState, throttle: Throttle) -> None:
+    """Wake the deriver on every NOTIFY; LISTEN again after a lost connection."""
+    while True:
+        try:
+            notifications = await state.db.listen(JOURNAL_CHANNEL)
+            try:
+                state.lease_journal.written()  # what was notified while not listening
+                async for _payload in notifications:
+                    state.lease_journal.written()
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await notifications.release()  # type: ignore[attr-defined]
+        except DB_ERRORS as error:
+            log_failure(throttle, error, "lease journal listener lost (%s); retrying",
+                        error.__class__.__name__)
+        await trio.sleep(LISTEN_RETRY_SECONDS)
+
+
+async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
+    throttle = Throttle(log)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_listen, state, throttle)
+        task_status.started()
+        state.lease_journal.written()  # rows left from before this start
+        while True:
+            with trio.move_on_after(BACKSTOP_SECONDS):
+                await state.lease_journal.wait()
+            await trio.sleep(GATHER_SECONDS)
+            try:
+                await derive_pending(state)
+            except DB_ERRORS as error:
+                log_failure(throttle, error, "lease journal derive failed: %s: %s",
+                            error.__class__.__name__, error)
+                await trio.sleep(RETRY_SECONDS)
+                state.lease_journal.written()  # try again

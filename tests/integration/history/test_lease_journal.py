@@ -1,0 +1,85 @@
+"""The lease journal's deriver as a service: lease changes reach lease_events, the history
+and the events table without anyone asking, whichever way the deriver is told."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+import trio
+
+from ipamd.db.bridge import Database
+from ipamd.dhcp import leasestore
+from ipamd.dhcp.leasestore import Op, OpKind
+from ipamd.state import AppState
+from ipamd.workers import lease_journal
+from tests.conftest import make_config
+from tests.integration.dhcp.harness import seed_subnet
+from tests.unit.dhcp.packets import ip
+
+DEADLINE = 10.0  # far beyond GATHER_SECONDS; only a deriver that never runs reaches it
+
+
+async def _subnet(db: Database) -> uuid.UUID:
+    async def seed(conn) -> Any:
+        return (await seed_subnet(conn, pools=[("127.77.1.10", "127.77.1.50")]))["subnet_id"]
+
+    return await db.transaction(seed)
+
+
+async def _grant(db: Database, subnet: uuid.UUID, address: str, key: bytes) -> Op:
+    op = Op(OpKind.INSERT, subnet, ip(address), key, 600)
+    await db.run(leasestore.commit, [op])
+    assert op.ok
+    return op
+
+
+async def _counts(db: Database) -> dict[str, int]:
+    async def read(conn) -> Any:
+        return dict(await conn.fetchrow(
+            """SELECT (SELECT count(*) FROM lease_journal) AS journal,
+                      (SELECT count(*) FROM lease_events) AS history,
+                      (SELECT count(*) FROM lease_intervals) AS intervals,
+                      (SELECT count(*) FROM events WHERE topic LIKE 'lease.%') AS events"""))
+
+    return await db.run(read)
+
+
+async def _until_derived(db: Database, rows: int) -> dict[str, int]:
+    with trio.fail_after(DEADLINE):
+        while (counts := await _counts(db))["history"] < rows:
+            await trio.sleep(0.02)
+    return counts
+
+
+async def test_deriver_takes_rows_left_before_it_started_and_those_it_is_told_of(
+        db: Database, dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only being told can wake it within the test's deadline: not its periodic look.
+    monkeypatch.setattr(lease_journal, "BACKSTOP_SECONDS", 10 * DEADLINE)
+    subnet = await _subnet(db)
+    await _grant(db, subnet, "127.77.1.10", b"left")  # journaled while no deriver ran
+    assert (await _counts(db))["journal"] == 1
+    state = AppState(config=make_config(dsn), db=db)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lease_journal.run, state)
+        assert await _until_derived(db, 1) == {"journal": 0, "history": 1, "intervals": 1,
+                                               "events": 1}
+        # This process's writer tells it directly (as the DHCP committer does).
+        await _grant(db, subnet, "127.77.1.11", b"told")
+        state.lease_journal.written()
+        assert await _until_derived(db, 2) == {"journal": 0, "history": 2, "intervals": 2,
+                                               "events": 2}
+        # A force-release (the API, maybe another process) is heard by its NOTIFY.
+        op = await _grant(db, subnet, "127.77.1.12", b"heard")
+        state.lease_journal.written()
+        await _until_derived(db, 3)
+
+        async def release(conn) -> None:
+            async with conn.transaction():
+                await leasestore.force_release(conn, op.lease_id, True)
+
+        await db.run(release)
+        counts = await _until_derived(db, 4)
+        assert counts == {"journal": 0, "history": 4, "intervals": 3, "events": 4}
+        nursery.cancel_scope.cancel()
