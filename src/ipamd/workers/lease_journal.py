@@ -23,7 +23,7 @@ from ipamd.state import AppState
 log = logging.getLogger("ipamd.lease_journal")
 
 # Changes wait about this long for their webhooks, DNS updates and history rows (a history
-# question does not wait: it derives first). A derive statement's fixed cost is ~1–2 ms of
+# question does not wait: it derives first). A derive statement's fixed cost is 1 to 2 ms of
 # PostgreSQL CPU at light load; at 200 leases a second it then carries ~10 changes (20 ms:
 # ~4, and the deriver cost ~425 µs of database CPU per DORA, measured).
 GATHER_SECONDS = 0.05

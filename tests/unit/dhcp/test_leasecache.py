@@ -99,3 +99,26 @@ def test_a_dropped_oldest_hold_does_not_hide_the_next_one_from_lapsing() -> None
     assert holds.lapse(111.0) == {S} and len(holds) == 0
     holds.hold(S, 3, b"c", 120.0)
     assert holds.lapse(121.0) == {S}
+
+
+def test_counts_follow_puts_drops_and_resyncs() -> None:
+    import uuid as _uuid
+
+    from ipamd.dhcp.leasecache import Lease, LeaseCache
+
+    cache = LeaseCache()
+    subnet = _uuid.uuid4()
+    first = Lease(_uuid.uuid4(), subnet, 10, "active", b"a", 1e12)
+    cache.put(first)
+    cache.put(Lease(_uuid.uuid4(), subnet, 11, "declined", b"b", 1e12))
+    assert cache.counts() == {"offered": 0, "active": 1, "declined": 1}
+    # The same client's new lease replaces its old one: still one active.
+    cache.put(Lease(_uuid.uuid4(), subnet, 12, "active", b"a", 1e12))
+    assert cache.counts() == {"offered": 0, "active": 1, "declined": 1}
+    assert cache.drop(first.lease_id) is None  # already replaced: nothing counted twice
+    cache.holds.hold(subnet, 14, b"d", 1.0)  # lapsed long ago (holds come in lapse order)
+    cache.holds.hold(subnet, 13, b"c", 1e12)
+    assert cache.counts() == {"offered": 1, "active": 1, "declined": 1}
+    cache.begin_resync()
+    cache.finish_resync([Lease(_uuid.uuid4(), subnet, 20, "active", b"x", 1e12)])
+    assert cache.counts() == {"offered": 1, "active": 1, "declined": 0}
