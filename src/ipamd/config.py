@@ -115,7 +115,7 @@ class DhcpConfig(Section):
     expiry_interval_seconds: float = Field(default=5.0, gt=0)
     expiry_batch: int = Field(default=1000, ge=1, le=100_000)
     commit_batch_max: int = Field(default=256, ge=1, le=10_000)
-    commit_window_us: int = Field(default=300, ge=0, le=100_000)
+    commit_window_us: int = Field(default=0, ge=0, le=100_000)
     commit_workers: int = Field(default=2, ge=1, le=16)
     overload_wait_ms: int = Field(default=500, ge=1, le=60_000)
     stale_wait_ms: int = Field(default=2000, ge=1, le=60_000)
