@@ -8,10 +8,10 @@ waiters' replies built and sent, so an Ack is never ahead of its lease.
 A worker that finds the database idle commits at once when ops arrive sparsely: at light
 load a window would only add its length to every answer. While another batch is in the
 database, or while ops arrive closer together than the window (a burst: the last two came
-less than a window apart), the worker waits a short window (unless ``batch_max`` is
-already there) so that the load forms batches; with several workers one batch is being
-built while another is in the database. The
-batches run on the committer's own sessions (``sessions``), not the shared pool.
+less than a window apart), the worker waits the window (``dhcp.commit_window_us``, 0 by
+default: never) unless ``batch_max`` is already there; batches form anyway while every
+worker has one in the database. The batches run on the committer's own sessions
+(``sessions``), not the shared pool.
 
 Discovers never come here: an Offer is answered from this node's memory (engine.py), so
 every queued op is a client's Request, Release or Decline, taken first come, first
