@@ -8,10 +8,12 @@ waiters' replies built and sent, so an Ack is never ahead of its lease.
 A worker that finds the database idle commits at once when ops arrive sparsely: at light
 load a window would only add its length to every answer. While another batch is in the
 database, or while ops arrive closer together than the window (a burst: the last two came
-less than a window apart), the worker waits the window (``dhcp.commit_window_us``, 0 by
-default: never) unless ``batch_max`` is already there; batches form anyway while every
-worker has one in the database. The batches run on the committer's own sessions
-(``sessions``), not the shared pool.
+less than a window apart, or several are waiting already), the worker waits the window
+(``dhcp.commit_window_us``, 0 by default: never), and another while ops keep coming (at
+most four), unless ``batch_max`` is already there; batches form anyway while every worker
+has one in the database. Ops that come while a woken worker has not yet taken the queue
+join its batch rather than wake another worker. The batches run on the committer's own
+sessions (``sessions``), not the shared pool.
 
 Discovers never come here: an Offer is answered from this node's memory (engine.py), so
 every queued op is a client's Request, Release or Decline, taken first come, first
@@ -39,6 +41,8 @@ from ipamd.dhcp.sessions import open_commit_db
 
 log = logging.getLogger("ipamd.dhcp.commit")
 
+# A burst is gathered a window at a time while it lasts, at most this many windows.
+_GATHER_WINDOWS = 4
 # Worth one more try: another transaction (another node) crossed ours.
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
@@ -74,13 +78,17 @@ class Committer:
         self._submitted = -math.inf  # when the last op came (monotonic, as Exchange.born)
         self._dense = False  # the last two ops came less than a window apart
         self._lot = trio.lowlevel.ParkingLot()
+        # A worker was woken for the queue and has not taken it yet: the ops that come
+        # meanwhile join its batch instead of waking another worker for a batch of one.
+        self._waking = False
         self._log = Throttle(log)
 
     def submit(self, tx: Exchange) -> None:
         self._dense = tx.born - self._submitted < self.window
         self._submitted = tx.born
         self._queue.append(tx)
-        if self._lot:  # a parked worker (len of the lot: cheaper than its statistics())
+        if self._lot and not self._waking:  # a parked worker (len: cheaper than statistics())
+            self._waking = True
             self._lot.unpark()
 
     @property
@@ -98,9 +106,19 @@ class Committer:
 
     def gathers(self) -> bool:
         """Wait a window before taking a batch: another batch is in the database or ops come
-        in a burst, and the batch is not full yet."""
-        return (bool(self.window) and (self.in_flight > 0 or self._dense)
-                and self.queued < self.batch_max)
+        in a burst (the last two less than a window apart, or more than one waiting already),
+        and the batch is not full yet."""
+        queued = self.queued
+        return (bool(self.window) and (self.in_flight > 0 or self._dense or queued > 1)
+                and queued < self.batch_max)
+
+    async def _gather(self) -> None:
+        """Wait a window, and more while ops keep coming (a burst), at most _GATHER_WINDOWS."""
+        for _ in range(_GATHER_WINDOWS):
+            before = self.queued
+            await trio.sleep(self.window)
+            if self.queued == before or self.queued >= self.batch_max:
+                return
 
     def _take(self) -> list[Exchange]:
         batch = self._queue[:self.batch_max]
@@ -121,15 +139,18 @@ class Committer:
     async def _worker(self) -> None:
         while True:
             while not self.queued:
+                self._waking = False  # (woken for ops another worker took)
                 await self._lot.park()
             if self.gathers():
-                await trio.sleep(self.window)
+                await self._gather()
             batch = self._take()
+            self._waking = False
             if self.stale and batch:
                 batch = self._fresh(batch)
             if not batch:
                 continue
-            if self.queued and self._lot:
+            if self.queued and self._lot and not self._waking:
+                self._waking = True
                 self._lot.unpark()  # more than one batch waiting: let another worker start
             started = time.perf_counter()
             self.in_flight += 1

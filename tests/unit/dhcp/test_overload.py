@@ -140,6 +140,10 @@ def test_a_lone_op_is_committed_at_once_a_burst_is_gathered() -> None:
     committer._take()
     committer.submit(_tx(o.REQUEST, 11.0))  # a second later: sparse again
     assert not committer.gathers()
+    committer.submit(_tx(o.REQUEST, 12.0))  # sparse, but two wait already: a burst too
+    assert committer.gathers()
+    committer._take()
+    committer.submit(_tx(o.REQUEST, 13.0))
     committer.in_flight = 1  # ... unless another batch is in the database meanwhile
     assert committer.gathers()
 
