@@ -1,6 +1,7 @@
 """The batch statements stay point lookups: with the lease table's statistics current (which
 the DHCP server's LeaseStats keeps), the generic plan of every statement shape the committer
-prepares finds each op's lease through an index, never by reading the table or hashing it."""
+prepares (a lone op's among them) finds each op's lease through an index, never by reading
+the table or hashing it."""
 
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ def _shapes() -> list[str]:
     for mask in range(1, 8):
         present = tuple(bool(mask & (1 << k)) for k in range(3))
         shapes.append(leasestore._main_sql(present))  # type: ignore[arg-type]
+        if sum(present) == 1:  # a lone op: its part's values, not arrays
+            shapes.append(leasestore._main_sql(present, lone=True))  # type: ignore[arg-type]
     return shapes
 
 

@@ -166,6 +166,35 @@ async def test_release_and_decline(db: Database, subnet: uuid.UUID) -> None:
     assert history == [{"ip": "127.77.1.12", "state": "declined", "open": True}]
 
 
+async def test_a_lone_change_of_each_kind(db: Database, subnet: uuid.UUID) -> None:
+    """One op alone is sent as values, not arrays (leasestore._rows_sql): same outcomes."""
+    (grant,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.14", b"lone", 600,
+                                     hostname="pc", giaddr=ip("127.77.0.1")))
+    (renew,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.14", b"lone", 900))
+    (refused,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.14", b"other"))
+    (release,) = await _commit(db, _op(OpKind.RELEASE, subnet, "127.77.1.14", b"lone"))
+    (again,) = await _commit(db, _op(OpKind.RELEASE, subnet, "127.77.1.14", b"lone"))
+    (quarantine,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.15", b"q", 7200,
+                                          state="declined"))
+    await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.16", b"d", 600))
+    (decline,) = await _commit(db, _op(OpKind.DECLINE, subnet, "127.77.1.16", b"d", 7200))
+    assert [op.event for op in (grant, renew, release, quarantine, decline)] == [
+        "granted", "renewed", "released", "declined", "declined"]
+    assert renew.lease_id == grant.lease_id == release.lease_id
+    assert renew.expires > grant.expires
+    assert not again.ok and not refused.ok
+    assert [r[0] for r in refused.refreshed] == [grant.lease_id]
+    rows = await _q(db, "SELECT host(ip) AS ip, state, hostname, host(giaddr) AS giaddr "
+                        "FROM leases ORDER BY ip")
+    assert rows == [
+        {"ip": "127.77.1.14", "state": "released", "hostname": "pc", "giaddr": None},
+        {"ip": "127.77.1.15", "state": "declined", "hostname": None, "giaddr": None},
+        {"ip": "127.77.1.16", "state": "declined", "hostname": None, "giaddr": None}]
+    history = await _q(db, "SELECT event FROM lease_events WHERE host(ip) = '127.77.1.14' "
+                           "ORDER BY id")
+    assert [r["event"] for r in history] == ["granted", "renewed", "released"]
+
+
 async def test_supersede_ends_the_clients_other_lease(db: Database, subnet: uuid.UUID) -> None:
     await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.13", b"s", 600))
     (moved,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.14", b"s",
