@@ -67,3 +67,32 @@ async def test_a_worker_over_its_share_waits_until_it_is_not() -> None:
                 await turn.wait()
     finally:
         main.close()
+
+
+async def test_a_worker_holding_none_waits_without_polling_until_it_takes_one() -> None:
+    main = ConnectionShare.create(2)
+    try:
+        a, b = _worker(main, 0), _worker(main, 1)
+        b.opened()
+        b.opened()
+        holding = trio.Event()
+
+        async def wait_holding() -> None:
+            await a.until_holding()
+            holding.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_holding)
+            # Whatever the others' counts do, a worker with none is never over its share:
+            # nothing wakes it (an idle appliance's workers sleep).
+            b.closed()
+            b.closed()
+            await trio.sleep(0.05)
+            assert not holding.is_set() and not a.over_share()
+            a.opened()  # another listener's accept took one in this process
+            with trio.fail_after(2):
+                await holding.wait()
+        with trio.fail_after(1):
+            await a.until_holding()  # holds one: at once
+    finally:
+        main.close()
