@@ -123,8 +123,10 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     housekeep = functools.partial(housekeeping.run, purge_keys=idempotency.purge_expired)
     found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
-    # Every node: lease changes' history rows and outbox events (core/lease_events.py).
-    found.append(("lease_journal", lease_journal.run))
+    # Every node: lease changes' history rows and outbox events (core/lease_events.py),
+    # held back while this node's DHCP server is at its ceiling (a storm's DHCP first).
+    found.append(("lease_journal", functools.partial(lease_journal.run,
+                                                     at_ceiling=DhcpAtCeiling(state))))
     if state.config.outbox.enabled:
         outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
         found.append(("outbox", outbox))

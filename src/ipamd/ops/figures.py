@@ -75,6 +75,14 @@ async def grants_per_minute(conn: asyncpg.Connection) -> list[dict[str, Any]]:
     return [{"minute": r["minute"], "grants": r["grants"]} for r in rows]
 
 
+async def lease_journal(conn: asyncpg.Connection) -> dict[str, Any]:
+    """Lease changes not yet derived into history and events (workers/lease_journal.py): a
+    few at any moment, more while a lease storm holds derivation back."""
+    row = await conn.fetchrow(
+        "SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS oldest FROM lease_journal")
+    return {"rows": row["n"], "oldest_seconds": round(float(row["oldest"] or 0), 3)}
+
+
 async def outbox(conn: asyncpg.Connection) -> list[dict[str, Any]]:
     """Rows by kind and state, with the oldest queued row's age per kind; and lease DNS
     changes still staged (kind dns, state ``staged``: not rows yet, migration 0008)."""

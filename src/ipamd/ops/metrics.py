@@ -70,6 +70,7 @@ async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any
         "leases": await figures.leases_by_state(conn),
         "pools": pools[:POOL_SERIES_MAX],
         "outbox": await figures.outbox(conn),
+        "journal": await figures.lease_journal(conn),
         "nodes": await nodes.list_all(conn, down_seconds),
     }
 
@@ -173,6 +174,13 @@ class _Scrape(Collector):
             age.add_metric([r["kind"], r["state"]], r["oldest_seconds"])
         yield rows
         yield age
+        journal = self.db["journal"]
+        yield GaugeMetricFamily("ipamd_lease_journal_rows",
+                                "Lease changes not yet derived into history and events",
+                                value=journal["rows"])
+        yield GaugeMetricFamily("ipamd_lease_journal_oldest_seconds",
+                                "Age of the oldest lease change not yet derived",
+                                value=journal["oldest_seconds"])
         up = GaugeMetricFamily("ipamd_node_up", "1 while the node heartbeats", labels=["node"])
         for n in self.db["nodes"]:
             up.add_metric([n["name"]], 1.0 if n["status"] == "up" else 0.0)

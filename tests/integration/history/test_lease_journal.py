@@ -3,6 +3,7 @@ and the events table without anyone asking, whichever way the deriver is told.""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -82,4 +83,31 @@ async def test_deriver_takes_rows_left_before_it_started_and_those_it_is_told_of
         await db.run(release)
         counts = await _until_derived(db, 4)
         assert counts == {"journal": 0, "history": 4, "intervals": 3, "events": 4}
+        nursery.cancel_scope.cancel()
+
+
+async def test_deriver_holds_off_while_dhcp_is_at_its_ceiling(
+        db: Database, dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ceiling signal is a flag here (runtime.DhcpAtCeiling, which the appliance passes,
+    # is tested on its own): what matters is that the deriver obeys it, and not for ever.
+    monkeypatch.setattr(lease_journal, "BACKSTOP_SECONDS", 0.2)  # it looks often regardless
+    storm = {"on": True}
+    subnet = await _subnet(db)
+    state = AppState(config=make_config(dsn), db=db)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(lease_journal.run, state,
+                                              at_ceiling=lambda: storm["on"]))
+        await _grant(db, subnet, "127.77.1.20", b"storm-1")
+        state.lease_journal.written()
+        await trio.sleep(1.0)  # 20 gathers, 5 backstop looks: held all along
+        assert (await _counts(db))["journal"] == 1
+        storm["on"] = False
+        assert (await _until_derived(db, 1))["journal"] == 0
+        # A storm that outlasts the hold is derived through.
+        monkeypatch.setattr(lease_journal, "STORM_HOLD_SECONDS", 0.5)
+        storm["on"] = True
+        await _grant(db, subnet, "127.77.1.21", b"storm-2")
+        state.lease_journal.written()
+        assert (await _until_derived(db, 2))["journal"] == 0
+        assert storm["on"]
         nursery.cancel_scope.cancel()

@@ -94,6 +94,8 @@ async def test_metrics_text(appliance: runtime.Running, viewer: httpx.AsyncClien
     assert 'ipamd_api_request_duration_seconds_bucket{le="+Inf",method="GET",' \
         'route="/api/v1/nodes",status="2xx"}' in text
     assert "ipamd_leases{state=\"active\"} 0.0" in text
+    assert "ipamd_lease_journal_rows 0.0" in text  # nothing waits to be derived
+    assert "ipamd_lease_journal_oldest_seconds 0.0" in text
     promtool = shutil.which("promtool")
     if promtool:  # the Makefile installs prometheus (promtool) for make test
         checked = subprocess.run([promtool, "check", "metrics"], input=reply.content,
