@@ -75,10 +75,10 @@ CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery
 
 class DhcpAtCeiling:
     """Is this node's DHCP server at its ceiling? Busy once, for at least BUSY_ABOVE of a
-    sample interval, every commit worker was busy (the database is the limit) or its
-    receive loop never waited for a packet (the process is); idle again only after
-    IDLE_AFTER_SECONDS below IDLE_BELOW, so a storm's short lulls do not let the held-back
-    work in."""
+    sample interval, every commit worker was busy while ops waited for one (the database is
+    the limit) or its receive loop never waited for a packet (the process is); idle again
+    only after IDLE_AFTER_SECONDS below IDLE_BELOW, so a storm's short lulls do not let the
+    held-back work in."""
 
     BUSY_ABOVE = 0.5
     IDLE_BELOW = 0.25

@@ -36,7 +36,8 @@ class DhcpControl(Protocol):
         ...
 
     def saturated_seconds(self) -> float:
-        """Seconds so far every commit worker was busy (the database is the ceiling)."""
+        """Seconds so far every commit worker was busy while ops waited for one (the
+        database is the ceiling)."""
         ...
 
     def receiving_seconds(self) -> float:

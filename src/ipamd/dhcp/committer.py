@@ -90,6 +90,17 @@ class Committer:
         if self._lot and not self._waking:  # a parked worker (len: cheaper than statistics())
             self._waking = True
             self._lot.unpark()
+        elif self.in_flight == self.workers and not self._saturated_from:
+            self._saturated_from = time.perf_counter()
+
+    def _mark(self) -> None:
+        """After the queue or the busy workers changed: saturated or not from now on."""
+        full = self.in_flight == self.workers and bool(self._queue)
+        if full and not self._saturated_from:
+            self._saturated_from = time.perf_counter()
+        elif not full and self._saturated_from:
+            self._saturated_seconds += time.perf_counter() - self._saturated_from
+            self._saturated_from = 0.0
 
     @property
     def queued(self) -> int:
@@ -100,9 +111,10 @@ class Committer:
         return now - self._queue[0].born if self._queue else 0.0
 
     def saturated_seconds(self) -> float:
-        """Seconds so far with every commit worker busy, the current stretch included."""
-        now = time.perf_counter() - self._saturated_from
-        return self._saturated_seconds + (now if self.in_flight == self.workers else 0.0)
+        """Seconds so far with every commit worker busy and ops waiting for one, the current
+        stretch included."""
+        since = self._saturated_from
+        return self._saturated_seconds + (time.perf_counter() - since if since else 0.0)
 
     def gathers(self) -> bool:
         """Wait a window before taking a batch: another batch is in the database or ops come
@@ -123,6 +135,7 @@ class Committer:
     def _take(self) -> list[Exchange]:
         batch = self._queue[:self.batch_max]
         del self._queue[:self.batch_max]
+        self._mark()
         return batch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -154,14 +167,12 @@ class Committer:
                 self._lot.unpark()  # more than one batch waiting: let another worker start
             started = time.perf_counter()
             self.in_flight += 1
-            if self.in_flight == self.workers:
-                self._saturated_from = started
+            self._mark()
             try:
                 ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
             finally:
-                if self.in_flight == self.workers:
-                    self._saturated_seconds += time.perf_counter() - self._saturated_from
                 self.in_flight -= 1
+                self._mark()
             self.last_seconds = time.perf_counter() - started  # read by on_done
             self.busy_seconds += self.last_seconds
             self.on_done(batch, ok)

@@ -148,6 +148,30 @@ def test_a_lone_op_is_committed_at_once_a_burst_is_gathered() -> None:
     assert committer.gathers()
 
 
+def test_saturated_means_every_worker_busy_and_ops_waiting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "at its ceiling" figure (runtime.DhcpAtCeiling): busy workers alone are no
+    ceiling (a free worker commits a lone op at once); ops waiting for one are."""
+    now = [100.0]
+    monkeypatch.setattr("ipamd.dhcp.committer.time.perf_counter", lambda: now[0])
+    committer = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=2)
+    committer.in_flight = 2  # (as two workers' batches in the database)
+    committer._mark()
+    now[0] += 1.0
+    assert committer.saturated_seconds() == 0.0  # both busy, nobody waiting
+    committer.submit(_tx(o.REQUEST, 101.0))
+    now[0] += 0.5
+    assert committer.saturated_seconds() == 0.5  # an op waits for a worker: the stretch so far
+    committer.in_flight = 1  # a worker is back...
+    committer._take()  # ...and takes it
+    now[0] += 2.0
+    assert committer.saturated_seconds() == 0.5
+    committer.submit(_tx(o.REQUEST, 103.0))  # a free worker: no waiting, no ceiling
+    now[0] += 1.0
+    assert committer.saturated_seconds() == 0.5
+
+
 def test_ops_past_the_stale_bound_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
     committer, dropped = _committer(stale=2.0)
     monkeypatch.setattr("ipamd.dhcp.committer.time.monotonic", lambda: 100.0)
