@@ -129,8 +129,8 @@ _LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostnam
 # plan nodes and its statement triggers (about half of the statement at light load,
 # measured), and each shape is prepared once per connection. A part's rows come from its
 # parameters: one array per column (``unnest``) for a batch, or plain values for a lone
-# change — at light load nearly every batch is one op, and the one-row form costs its
-# statement ~20 % less (bench_leasestore --batch 1: backend CPU and wall per grant).
+# change — at light load nearly every batch is one op. Interleaved lone commits, 1–2 ms
+# apart, took ~10 % less wall per grant and ~35 % less per renewal in the one-row form.
 _END = """end_r AS (
     {rows}
 ), ended AS (
@@ -187,7 +187,7 @@ _OUTCOMES = {
                 "date_part('epoch', expires_at), ip - ZERO, client_key, subnet_id FROM inserted",
 }
 # A part's row columns (after ``i``, the op's index in the batch) with their types; the Op
-# attribute of each is its name, except the ends' ``new_state`` (see _main).
+# attribute of each is its name, except the ends' ``new_state`` (see _getter).
 _END_COLUMNS = (("subnet_id", "uuid"), ("ip", "int8"), ("client_key", "bytea"),
                 ("new_state", "text"), ("seconds", "int4"))
 _ACK_COLUMNS = (("subnet_id", "uuid"), ("ip", "int8"), ("client_key", "bytea"),
