@@ -125,8 +125,11 @@ class DrivenLoop:
             self._wake_driver()
         elif self._waiting is not None:
             # A timer armed in these turns (asyncpg's connect timeout) may be due before
-            # the driver would otherwise look.
-            self._waiting.deadline = min(self._waiting.deadline, self._next_timer())
+            # the driver would otherwise look. (Set only when earlier: trio re-registers a
+            # deadline on every set, and this runs at every crossing.)
+            due = self._next_timer()
+            if due < self._waiting.deadline:
+                self._waiting.deadline = due
 
     async def drive(self) -> None:
         """Take a turn whenever the loop has I/O, a due timer or ready callbacks."""

@@ -35,6 +35,7 @@ from ipamd.dhcp.options import (
     MESSAGE_TYPE_MAX,
     MESSAGE_TYPE_MIN,
     NAK,
+    OFFER,
     OVERLOAD,
     OVERLOAD_FILE,
     OVERLOAD_SNAME,
@@ -215,6 +216,46 @@ def _instances(code: int, value: bytes) -> list[bytes]:
     return [_OPT_HDR(code, len(value[i : i + 255])) + value[i : i + 255] for i in range(0, n, 255)]
 
 
+def options_room(size_limit: int | None) -> int:
+    """Bytes for options and end in a reply to a client whose limit (option 57) is this."""
+    limit = size_limit if size_limit is not None and size_limit >= DHCP_MIN_MAX_SIZE \
+        else DHCP_MIN_MAX_SIZE
+    return limit - IP_UDP_OVERHEAD - HEADER_SIZE
+
+
+def _finish(header: bytes, runs: tuple[bytes, ...], relay_agent: bytes | None,
+            room: int) -> bytes | None:
+    """``header`` (with the cookie), the encoded options, 82 echoed, end, padding to 300
+    bytes; None when it does not fit ``room`` or 82 needs splitting (the slow path's)."""
+    total = sum(map(len, runs))
+    tail = _END
+    if relay_agent is not None:
+        if len(relay_agent) > 255:
+            return None
+        tail = _OPT_HDR(RELAY_AGENT, len(relay_agent)) + relay_agent + _END
+        total += len(relay_agent) + 2
+    if total >= room:  # >= : the end option needs one more byte
+        return None
+    pad = BOOTP_MIN_SIZE - HEADER_SIZE - 1 - total
+    return b"".join((header, *runs, tail, _PADS[pad] if pad > 0 else b""))
+
+
+def answer_bytes(request: DhcpMessage, message_type: int, yiaddr: int, siaddr: int,
+                 sname: bytes, file: bytes, runs: tuple[bytes, ...]) -> bytes | None:
+    """An OFFER or ACK to ``request`` as ``reply_to(...).to_bytes()`` encodes it, from its
+    options already encoded in order (``runs``; 82 is echoed after them). None when that
+    needs the slow path (too big, 82 over 255 bytes): the caller builds the message."""
+    if message_type not in (OFFER, ACK):
+        raise ValueError("answer_bytes encodes OFFER and ACK only")
+    header = _FULL.pack(
+        BOOTREPLY, request.htype, request.hlen, 0, request.xid, 0, request.flags,
+        request.ciaddr if message_type == ACK else 0, yiaddr, siaddr, request.giaddr,
+        request.chaddr, sname, file, MAGIC_COOKIE,
+    )
+    return _finish(header, runs, request.options.get(RELAY_AGENT),
+                   options_room(request.max_message_size))
+
+
 class DhcpMessage:
     """One DHCPv4 message (request or reply). See the module docstring for types.
 
@@ -381,63 +422,48 @@ class DhcpMessage:
         Option 52 in ``options`` is ignored (the builder owns overload).
         """
         opts = self.options
-        limit = self.size_limit if max_size is None else max_size
-        if limit is None or limit < DHCP_MIN_MAX_SIZE:
-            limit = DHCP_MIN_MAX_SIZE
-        # Bytes available for options + end in the options field.
-        room = limit - IP_UDP_OVERHEAD - HEADER_SIZE
+        room = options_room(self.size_limit if max_size is None else max_size)
         if prl is None:
             prl = self.prl_hint
 
-        # Fast path, one pass and no intermediate order list: every value is
-        # <= 255 bytes and everything fits the options field.
-        parts: list[bytes] = [b""]  # [0] becomes the header
-        total = 0
-        big = False
+        # Fast path: every value is <= 255 bytes and everything fits the options field.
+        runs = self.option_runs(prl)
+        if runs is not None:
+            wire = _finish(self._header(self.sname, self.file), runs, opts.get(RELAY_AGENT), room)
+            if wire is not None:
+                return wire
+        return self._to_bytes_slow(prl, room)
+
+    def option_runs(self, prl: bytes | Iterable[int]) -> tuple[bytes, bytes] | None:
+        """The options in wire order, as two runs: 53, 54 and those in ``prl`` order; then
+        the others in dict order. 82 (always last), end and padding are not included.
+        None when a value is over 255 bytes (RFC 3396 splitting: the slow path's).
+
+        ``reply.build`` keeps a reply's runs for the next one like it and puts a client's
+        own option 61 between them, where this order puts it (first of the others)."""
+        opts = self.options
+        head: list[bytes] = []
         v = opts.get(MESSAGE_TYPE)
         if v is not None:
-            parts.append(_OPT_HDR(MESSAGE_TYPE, len(v)) + v)
-            total += len(v) + 2
+            head.append(_OPT_HDR(MESSAGE_TYPE, len(v)) + v)
         v = opts.get(SERVER_ID)
         if v is not None:
-            parts.append(_OPT_HDR(SERVER_ID, len(v)) + v)
-            total += len(v) + 2
+            head.append(_OPT_HDR(SERVER_ID, len(v)) + v)
         emitted: set[int] = set()
         for code in prl:
             if code in opts and code not in _SPECIAL and code not in emitted:
                 emitted.add(code)
                 v = opts[code]
-                n = len(v)
-                if n > 255:
-                    big = True
-                    continue
-                parts.append(_OPT_HDR(code, n) + v)
-                total += n + 2
+                if len(v) > 255:
+                    return None
+                head.append(_OPT_HDR(code, len(v)) + v)
+        rest: list[bytes] = []
         for code, v in opts.items():
             if code not in _SPECIAL and code not in emitted:
-                n = len(v)
-                if n > 255:
-                    big = True
-                    continue
-                parts.append(_OPT_HDR(code, n) + v)
-                total += n + 2
-        v = opts.get(RELAY_AGENT)
-        if v is not None:
-            n = len(v)
-            if n > 255:
-                big = True
-            else:
-                parts.append(_OPT_HDR(RELAY_AGENT, n) + v)
-                total += n + 2
-        if big or total >= room:  # >= : the end option needs one more byte
-            return self._to_bytes_slow(prl, room)
-
-        parts[0] = self._header(self.sname, self.file)
-        parts.append(_END)
-        pad = BOOTP_MIN_SIZE - HEADER_SIZE - 1 - total
-        if pad > 0:
-            parts.append(_PADS[pad])
-        return b"".join(parts)
+                if len(v) > 255:
+                    return None
+                rest.append(_OPT_HDR(code, len(v)) + v)
+        return b"".join(head), b"".join(rest)
 
     def _header(self, sname: bytes, file: bytes) -> bytes:
         if len(sname) > 64 or len(file) > 128:

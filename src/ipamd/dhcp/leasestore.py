@@ -129,7 +129,7 @@ _LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostnam
 # plan nodes and its statement triggers (about half of the statement at light load,
 # measured), and each shape is prepared once per connection. A part's rows come from its
 # parameters: one array per column (``unnest``) for a batch, or plain values for a lone
-# change — at light load nearly every batch is one op. Interleaved lone commits, 1–2 ms
+# change — at light load nearly every batch is one op. Interleaved lone commits, 1-2 ms
 # apart, took ~10 % less wall per grant and ~35 % less per renewal in the one-row form.
 _END = """end_r AS (
     {rows}

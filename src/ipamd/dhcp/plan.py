@@ -120,6 +120,9 @@ class Subnet:
     lease_options: dict[int, bytes] = field(default_factory=dict)
     # Reply options per (parameter request list, vendor class); filled by the reply stage.
     reply_memo: dict[tuple[bytes, bytes | None], dict[int, bytes]] = field(default_factory=dict)
+    # Encoded replies' options per (type, INFORM?, server id, 55, 60); the reply stage's.
+    wire_memo: dict[tuple[int, bool, int, bytes, bytes | None], Any] = field(
+        default_factory=dict)
 
     def contains(self, ip: int) -> bool:
         return ip & self.mask == self.network
