@@ -47,7 +47,7 @@ from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
 from ipamd.state import AppState
 from ipamd.tls import ensure_self_signed, load_pair
-from ipamd.workers import history_retention, housekeeping, lease_journal
+from ipamd.workers import gc_pacer, history_retention, housekeeping, lease_journal
 
 log = logging.getLogger("ipamd")
 
@@ -127,6 +127,8 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     # held back while this node's DHCP server is at its ceiling (a storm's DHCP first).
     found.append(("lease_journal", functools.partial(lease_journal.run,
                                                      at_ceiling=DhcpAtCeiling(state))))
+    # Full garbage collections (a pause that grows with the lease cache) wait out a storm.
+    found.append(("gc_pacer", functools.partial(gc_pacer.run, at_ceiling=DhcpAtCeiling(state))))
     if state.config.outbox.enabled:
         outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
         found.append(("outbox", outbox))

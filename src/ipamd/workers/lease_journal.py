@@ -10,8 +10,8 @@ when it stopped). It waits ``GATHER_SECONDS`` first, so that many commits are de
 one statement.
 
 While this node's DHCP server is at its ceiling (a lease storm: ``runtime.DhcpAtCeiling``,
-the signal that holds DNS delivery back too) it holds off, for at most ``STORM_HOLD_SECONDS``
-a storm: deriving costs the database about as much CPU per lease as the lease's own commit,
+the signal that holds DNS delivery back too) it holds off (``workers/storm``, at most 60 s
+a storm): deriving costs the database about as much CPU per lease as the lease's own commit,
 and in a storm that CPU answers clients instead. The rows wait durably in the journal; the
 storm's events, DNS updates and history rows follow it (the metrics show the journal's rows
 and its oldest row's age). A history question asked meanwhile still derives first. A storm
@@ -28,6 +28,7 @@ import trio
 from ipamd.core.lease_events import DERIVE_BATCH, JOURNAL_CHANNEL, derive
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.state import AppState
+from ipamd.workers.storm import StormHold, never
 
 log = logging.getLogger("ipamd.lease_journal")
 
@@ -39,32 +40,6 @@ GATHER_SECONDS = 0.05
 BACKSTOP_SECONDS = 5.0  # look even when nobody said so
 RETRY_SECONDS = 1.0  # after a failed derive (the database is down, say)
 LISTEN_RETRY_SECONDS = 2.0
-# A storm holds derivation back this long at most (then the deriver goes on as usual until
-# the storm ends); while holding it looks at the DHCP server every STORM_LOOK_SECONDS.
-STORM_HOLD_SECONDS = 60.0
-STORM_LOOK_SECONDS = 0.25
-
-
-class StormHold:
-    """Waits while ``at_ceiling()`` says a storm is on, at most STORM_HOLD_SECONDS a storm."""
-
-    def __init__(self, at_ceiling: Callable[[], bool]) -> None:
-        self.at_ceiling = at_ceiling
-        self._since: float | None = None  # when holding for the current storm began
-
-    async def wait(self) -> None:
-        while self.at_ceiling():
-            now = trio.current_time()
-            if self._since is None:
-                self._since = now
-            if now - self._since >= STORM_HOLD_SECONDS:
-                return  # held long enough: derive while it lasts
-            await trio.sleep(STORM_LOOK_SECONDS)
-        self._since = None  # calm: the next storm may be held again
-
-
-def _never() -> bool:
-    return False
 
 
 async def derive_pending(state: AppState) -> int:
@@ -97,7 +72,7 @@ async def _listen(state: AppState, throttle: Throttle) -> None:
 
 
 async def run(state: AppState, *, task_status: trio.TaskStatus[None],
-              at_ceiling: Callable[[], bool] = _never) -> None:
+              at_ceiling: Callable[[], bool] = never) -> None:
     """The service; ``at_ceiling``: is this node's DHCP server in a storm (see StormHold)."""
     throttle = Throttle(log)
     storm = StormHold(at_ceiling)

@@ -15,6 +15,7 @@ from ipamd.dhcp import leasestore
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.state import AppState
 from ipamd.workers import lease_journal
+from ipamd.workers import storm as storm_module
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import seed_subnet
 from tests.unit.dhcp.packets import ip
@@ -104,7 +105,7 @@ async def test_deriver_holds_off_while_dhcp_is_at_its_ceiling(
         storm["on"] = False
         assert (await _until_derived(db, 1))["journal"] == 0
         # A storm that outlasts the hold is derived through.
-        monkeypatch.setattr(lease_journal, "STORM_HOLD_SECONDS", 0.5)
+        monkeypatch.setattr(storm_module, "STORM_HOLD_SECONDS", 0.5)
         storm["on"] = True
         await _grant(db, subnet, "127.77.1.21", b"storm-2")
         state.lease_journal.written()

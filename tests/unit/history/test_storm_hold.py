@@ -1,5 +1,5 @@
 """The lease journal's deriver holds off while the DHCP server is at its ceiling
-(workers/lease_journal.StormHold): until the storm ends, and never more than
+(workers/storm.StormHold): until the storm ends, and never more than
 STORM_HOLD_SECONDS a storm. The ceiling signal here is a flag the test sets (runtime's
 DhcpAtCeiling has its own test; a storm cannot be made to order in a unit test)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from ipamd.workers.lease_journal import STORM_HOLD_SECONDS, StormHold
+from ipamd.workers.storm import STORM_HOLD_SECONDS, StormHold
 
 
 class Signal:
