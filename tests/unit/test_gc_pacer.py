@@ -36,10 +36,17 @@ def _full_collections_on() -> bool:
     return gc.get_threshold()[2] == gc_pacer._THRESHOLDS[2]
 
 
-async def test_full_collections_wait_out_a_storm(autojump_clock: trio.testing.MockClock) -> None:
+async def _pacer(nursery: trio.Nursery, busy: bool) -> Signal:
+    """A pacer running on a signal set to ``busy``; the signal, to change."""
     signal = Signal()
+    signal.busy = busy
+    await nursery.start(functools.partial(gc_pacer.run, None, at_ceiling=signal))
+    return signal
+
+
+async def test_full_collections_wait_out_a_storm(autojump_clock: trio.testing.MockClock) -> None:
     async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(gc_pacer.run, None, at_ceiling=signal))
+        signal = await _pacer(nursery, busy=False)
         await trio.sleep(1)
         assert _full_collections_on()
         signal.busy = True
@@ -54,10 +61,8 @@ async def test_full_collections_wait_out_a_storm(autojump_clock: trio.testing.Mo
 
 async def test_a_long_storm_is_held_at_most_the_limit(
         autojump_clock: trio.testing.MockClock) -> None:
-    signal = Signal()
-    signal.busy = True
     async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(gc_pacer.run, None, at_ceiling=signal))
+        await _pacer(nursery, busy=True)
         await trio.sleep(STORM_HOLD_SECONDS - 1)
         assert not _full_collections_on()
         await trio.sleep(2)
@@ -69,10 +74,8 @@ async def test_a_long_storm_is_held_at_most_the_limit(
 
 async def test_stopping_the_pacer_turns_them_back_on(
         autojump_clock: trio.testing.MockClock) -> None:
-    signal = Signal()
-    signal.busy = True
     async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(gc_pacer.run, None, at_ceiling=signal))
+        await _pacer(nursery, busy=True)
         await trio.sleep(1)
         assert not _full_collections_on()
         nursery.cancel_scope.cancel()
