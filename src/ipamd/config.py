@@ -117,7 +117,7 @@ class DhcpConfig(Section):
     commit_batch_max: int = Field(default=256, ge=1, le=10_000)
     commit_window_us: int = Field(default=0, ge=0, le=100_000)
     commit_workers: int = Field(default=2, ge=1, le=16)
-    overload_wait_ms: int = Field(default=500, ge=1, le=60_000)
+    overload_wait_ms: int = Field(default=200, ge=1, le=60_000)
     stale_wait_ms: int = Field(default=2000, ge=1, le=60_000)
     plan_refresh_seconds: float = Field(default=300.0, gt=0)
     lease_resync_seconds: float = Field(default=600.0, ge=0)
