@@ -241,18 +241,27 @@ def _finish(header: bytes, runs: tuple[bytes, ...], relay_agent: bytes | None,
 
 
 def answer_bytes(request: DhcpMessage, message_type: int, yiaddr: int, siaddr: int,
-                 sname: bytes, file: bytes, runs: tuple[bytes, ...]) -> bytes | None:
+                 sname: bytes, file: bytes, head: bytes, rest: bytes) -> bytes | None:
     """An OFFER or ACK to ``request`` as ``reply_to(...).to_bytes()`` encodes it, from its
-    options already encoded in order (``runs``; 82 is echoed after them). None when that
-    needs the slow path (too big, 82 over 255 bytes): the caller builds the message."""
+    options already encoded in order (``option_runs``: ``head``, ``rest``) when the request's
+    PRL does not ask for 61. The client's own 61 goes between the runs (first of the
+    others, as there), 82 after them. None when that needs the slow path (too big, 61 or
+    82 over 255 bytes): the caller builds the message."""
     if message_type not in (OFFER, ACK):
         raise ValueError("answer_bytes encodes OFFER and ACK only")
+    ropts = request.options
+    cid = ropts.get(CLIENT_ID)
+    middle = b""
+    if cid is not None:
+        if len(cid) > 255:
+            return None
+        middle = _OPT_HDR(CLIENT_ID, len(cid)) + cid
     header = _FULL.pack(
         BOOTREPLY, request.htype, request.hlen, 0, request.xid, 0, request.flags,
         request.ciaddr if message_type == ACK else 0, yiaddr, siaddr, request.giaddr,
         request.chaddr, sname, file, MAGIC_COOKIE,
     )
-    return _finish(header, runs, request.options.get(RELAY_AGENT),
+    return _finish(header, (head, middle, rest), ropts.get(RELAY_AGENT),
                    options_room(request.max_message_size))
 
 

@@ -10,7 +10,6 @@ for is sent, plus mask and router; option 57 bounds the size (the codec packs to
 from __future__ import annotations
 
 import ipaddress
-import struct
 from typing import NamedTuple
 
 from ipamd.dhcp.codec import DhcpMessage, answer_bytes
@@ -41,7 +40,6 @@ from ipamd.dhcp.options import (
 from ipamd.dhcp.plan import Subnet, performs_dns_updates
 
 _ALWAYS = frozenset({SUBNET_MASK, ROUTER})
-_OPT_HDR = struct.Struct("BB").pack
 _MEMO_MAX = 256
 
 
@@ -192,15 +190,12 @@ def _from_template(tx: Exchange, mtype: int, inform: bool, sid: int, prl: bytes,
     """The reply from the subnet's template, byte for byte what the general path builds;
     None when this one needs that path."""
     msg = tx.msg
-    cid = msg.options.get(CLIENT_ID)
-    if cid is not None and (len(cid) > 255 or CLIENT_ID in prl):
-        return None  # split, or sent in PRL order: the general path places it
+    if CLIENT_ID in prl and CLIENT_ID in msg.options:
+        return None  # 61 sent in PRL order: the general path places it
     t = _template(tx, mtype, inform, sid, prl, vendor)
     if t is None:
         return None
-    middle = b"" if cid is None else _OPT_HDR(CLIENT_ID, len(cid)) + cid
-    return answer_bytes(msg, mtype, yiaddr, t.siaddr, t.sname, t.file,
-                        (t.head, middle, t.rest))
+    return answer_bytes(msg, mtype, yiaddr, t.siaddr, t.sname, t.file, t.head, t.rest)
 
 
 def _next_server(reply: DhcpMessage, value: str, prl: bytes) -> None:
