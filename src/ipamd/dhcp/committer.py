@@ -6,14 +6,18 @@ asyncio (``leasestore.commit``: one statement per batch). Only after that commit
 waiters' replies built and sent, so an Ack is never ahead of its lease.
 
 A worker that finds the database idle commits at once when ops arrive sparsely: at light
-load a window would only add its length to every answer. While another batch is in the
-database, or while ops arrive closer together than the window (a burst: the last two came
-less than a window apart, or several are waiting already), the worker waits the window
-(``dhcp.commit_window_us``, 0 by default: never), and another while ops keep coming (at
-most four), unless ``batch_max`` is already there; batches form anyway while every worker
-has one in the database. Ops that come while a woken worker has not yet taken the queue
-join its batch rather than wake another worker. The batches run on the committer's own
-sessions (``sessions``), not the shared pool.
+load a window would only add its length to every answer. A second batch goes into the
+database beside one already there only while that one is small (``OVERLAP_MAX`` ops: light
+load, where a commit is mostly its WAL flush and two in flight share it, so an op that comes
+meanwhile need not wait a whole commit) or while a full batch waits already; under load the
+batches go one at a time, each taking what queued while the last was committed.
+
+While another batch is in the database, or while ops arrive closer together than the window
+(a burst: the last two came less than a window apart, or several are waiting already), the
+worker waits the window (``dhcp.commit_window_us``, 0 by default: never), and another while
+ops keep coming (at most four), unless ``batch_max`` is already there. Ops that come while a
+woken worker has not yet taken the queue join its batch rather than wake another worker.
+The batches run on the committer's own sessions (``sessions``), not the shared pool.
 
 Discovers never come here: an Offer is answered from this node's memory (engine.py), so
 every queued op is a client's Request, Release or Decline, taken first come, first
@@ -43,6 +47,13 @@ log = logging.getLogger("ipamd.dhcp.commit")
 
 # A burst is gathered a window at a time while it lasts, at most this many windows.
 _GATHER_WINDOWS = 4
+# The largest batch in the database that another may overlap (see the module docstring).
+# Two in flight under load commit half-size batches: twice the statements, crossings and
+# WAL flushes, and two transactions contending for the same index pages and subnet rows.
+# Lab, 6,000 DORA/s offered, one worker against two: ~13 % less CPU per DORA (server and
+# its PostgreSQL backends), p50 35-90 ms against 150-190 ms; at 1,000/s the batches are
+# 1-2 ops, so light-load commits still overlap as before.
+OVERLAP_MAX = 4
 # Worth one more try: another transaction (another node) crossed ours.
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
@@ -68,6 +79,7 @@ class Committer:
         self.workers = workers
         self.busy_seconds = 0.0  # time batches spent in the database (commit included)
         self.in_flight = 0  # batches in the database now
+        self._flight_ops = 0  # the ops of those batches
         self.last_seconds = 0.0  # the batch just committed (on_done reads it)
         # Time every worker had a batch in the database (new ops had to queue): how long
         # the DHCP server ran at its ceiling. Other work of the node yields to it.
@@ -87,7 +99,8 @@ class Committer:
         self._dense = tx.born - self._submitted < self.window
         self._submitted = tx.born
         self._queue.append(tx)
-        if self._lot and not self._waking:  # a parked worker (len: cheaper than statistics())
+        # A parked worker (len: cheaper than statistics()) that may start a batch now.
+        if self._lot and not self._waking and self.may_start():
             self._waking = True
             self._lot.unpark()
         elif self.in_flight == self.workers and not self._saturated_from:
@@ -101,6 +114,15 @@ class Committer:
         elif not full and self._saturated_from:
             self._saturated_seconds += time.perf_counter() - self._saturated_from
             self._saturated_from = 0.0
+
+    def may_start(self) -> bool:
+        """May a worker take a batch now: none is in the database, or a free worker may
+        overlap the ones there (they are small, or a full batch waits already: waiting would
+        not make it bigger)."""
+        if not self.in_flight:
+            return True
+        return self.in_flight < self.workers and (
+            self._flight_ops <= OVERLAP_MAX or len(self._queue) >= self.batch_max)
 
     @property
     def queued(self) -> int:
@@ -151,8 +173,10 @@ class Committer:
 
     async def _worker(self) -> None:
         while True:
-            while not self.queued:
-                self._waking = False  # (woken for ops another worker took)
+            # (Woken for ops another worker took, or while a big batch went in: the worker
+            # that committed it takes the queue next.)
+            while not self.queued or not self.may_start():
+                self._waking = False
                 await self._lot.park()
             if self.gathers():
                 await self._gather()
@@ -162,16 +186,18 @@ class Committer:
                 batch = self._fresh(batch)
             if not batch:
                 continue
-            if self.queued and self._lot and not self._waking:
-                self._waking = True
-                self._lot.unpark()  # more than one batch waiting: let another worker start
             started = time.perf_counter()
             self.in_flight += 1
+            self._flight_ops += len(batch)
             self._mark()
+            if self.queued and self._lot and not self._waking and self.may_start():
+                self._waking = True
+                self._lot.unpark()  # more ops waiting that may go in beside this batch
             try:
                 ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
             finally:
                 self.in_flight -= 1
+                self._flight_ops -= len(batch)
                 self._mark()
             self.last_seconds = time.perf_counter() - started  # read by on_done
             self.busy_seconds += self.last_seconds

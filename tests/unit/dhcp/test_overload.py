@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from ipamd.dhcp import options as o
 from ipamd.dhcp import server as server_mod
-from ipamd.dhcp.committer import Committer
+from ipamd.dhcp.committer import OVERLAP_MAX, Committer
 from ipamd.dhcp.context import Exchange
 from ipamd.dhcp.engine import DhcpReply
 from ipamd.dhcp.leasecache import Lease
@@ -105,7 +106,7 @@ def test_stale_ops_give_back_their_address_and_client(clock: Clock) -> None:
 
 
 def _tx(mtype: int, born: float) -> Exchange:
-    return SimpleNamespace(mtype=mtype, born=born)  # type: ignore[return-value]
+    return SimpleNamespace(mtype=mtype, born=born, op=None)  # type: ignore[return-value]
 
 
 def _committer(stale: float = 0.0) -> tuple[Committer, list[Sequence[Exchange]]]:
@@ -170,6 +171,63 @@ def test_saturated_means_every_worker_busy_and_ops_waiting(
     committer.submit(_tx(o.REQUEST, 103.0))  # a free worker: no waiting, no ceiling
     now[0] += 1.0
     assert committer.saturated_seconds() == 0.5
+
+
+def test_a_batch_goes_in_beside_a_small_one_not_beside_a_big_one() -> None:
+    committer = Committer(None, lambda batch, ok: None, batch_max=8,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=2)
+    assert committer.may_start()  # the database is idle
+    committer.in_flight, committer._flight_ops = 1, OVERLAP_MAX
+    assert committer.may_start()  # light load: a lone commit is mostly its WAL flush
+    committer._flight_ops = OVERLAP_MAX + 1
+    assert not committer.may_start()  # under load: the ops wait for that batch to land
+    for k in range(8):
+        committer.submit(_tx(o.REQUEST, 10.0 + k))
+    assert committer.may_start()  # a full batch waits already: waiting cannot fill it more
+    committer.in_flight = 2
+    assert not committer.may_start()  # no free worker
+
+
+async def test_under_load_the_batches_go_in_one_at_a_time() -> None:
+    committer = Committer(None, lambda batch, ok: None, batch_max=64,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=2)
+    sizes: list[int] = []
+    landed: list[trio.Event] = []
+
+    async def commit(ops: list[Any]) -> bool:  # the database, as slow as the test says
+        sizes.append(len(ops))
+        landed.append(trio.Event())
+        await landed[-1].wait()
+        return True
+
+    committer._commit = commit  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        for _ in range(2):
+            nursery.start_soon(committer._worker)
+        await trio.testing.wait_all_tasks_blocked()
+        committer.submit(_tx(o.REQUEST, 1.0))
+        await trio.testing.wait_all_tasks_blocked()
+        committer.submit(_tx(o.REQUEST, 2.0))
+        await trio.testing.wait_all_tasks_blocked()
+        assert sizes == [1, 1]  # the second did not wait for the first: both in flight
+        for event in landed:
+            event.set()
+        await trio.testing.wait_all_tasks_blocked()
+        for k in range(OVERLAP_MAX + 1):
+            committer.submit(_tx(o.REQUEST, 3.0 + k))
+        await trio.testing.wait_all_tasks_blocked()
+        assert sizes == [1, 1, OVERLAP_MAX + 1] and committer.in_flight == 1
+        for k in range(3):  # they come while a big batch is in the database...
+            committer.submit(_tx(o.REQUEST, 9.0 + k))
+            await trio.testing.wait_all_tasks_blocked()
+        assert sizes == [1, 1, OVERLAP_MAX + 1] and committer.queued == 3  # ...and wait
+        landed[-1].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sizes == [1, 1, OVERLAP_MAX + 1, 3]  # one batch, once the last one landed
+        landed[-1].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert committer.queued == 0 and committer.in_flight == 0
+        nursery.cancel_scope.cancel()
 
 
 def test_ops_past_the_stale_bound_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
