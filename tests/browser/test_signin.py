@@ -73,6 +73,9 @@ async def test_sign_in_shows_name_and_role_and_hides_by_role(
             expect(page.get_by_test_id("who-name")).to_have_text(role)
             expect(page.get_by_test_id("who-role")).to_have_text(role)
             expect(page.get_by_role("heading", name="Prefixes and subnets")).to_be_visible()
+            # The page's h1 comes before its Prefixes section (the tenant list loads first);
+            # the section's h2 and its write button are put in together, so wait for the h2.
+            expect(page.get_by_role("heading", name="Prefixes", exact=True)).to_be_visible()
             nav = page.get_by_role("navigation", name="Main")
             links = nav.get_by_role("link").all_inner_texts()
             writes = page.get_by_role("button", name="New prefix").count()
