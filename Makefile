@@ -1,15 +1,22 @@
 # ipamd — the front door. `make run` and `make test` set up everything they need:
 # Debian packages (when missing), the virtualenv from the hashed lock files, the state dirs.
 SHELL := /bin/bash
-PYTHON ?= python3
+# Debian's own python3: the interpreter the appliance image ships (image/customize.sh makes its
+# venv with it), so tests and benchmarks run what operators run. Another python3 earlier on PATH
+# (pyenv, a hand-built one) is often built without PGO/LTO: 14-27 % slower on our hot paths
+# (DHCP codec, JSON, pydantic; docs/DEVELOPING.md). PYTHON=... overrides.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# The venv remembers which interpreter made it; another one makes it again (see venv).
+PYTHON_REAL := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
 VENV := .venv
 BIN := $(VENV)/bin
 export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 
 # Debian packages: the appliance needs postgresql; the tests also drive real DHCP clients and
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
-# libkrb5-dev: the gssapi package (ad_gsstsig DNS updates) builds against it.
-RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev
+# libkrb5-dev: the gssapi package (ad_gsstsig DNS updates) builds against it (with python3-dev's
+# headers); python3-venv: Debian's python3 makes the venv.
+RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv python3-dev
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
@@ -21,16 +28,23 @@ IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: run setup test lint bench clean tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
+.PHONY: FORCE run setup test lint bench clean tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
 
 venv: $(BIN)/.installed
 
-$(BIN)/.installed: requirements.lock requirements-build.lock pyproject.toml
+$(BIN)/.installed: requirements.lock requirements-build.lock pyproject.toml $(VENV)/.made-by
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --require-hashes -r requirements-build.lock
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
+
+# The interpreter the venv was made with; when PYTHON now names another, the venv is made
+# again from scratch (packages built for one interpreter are not reused by another).
+$(VENV)/.made-by: FORCE
+	@if [ "$$(cat $@ 2>/dev/null)" != "$(PYTHON_REAL)" ]; then \
+	  if [ -e $(VENV) ]; then echo "$(VENV) was made by another interpreter: making it again with $(PYTHON_REAL)"; fi; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(PYTHON_REAL)" > $@; fi
 
 define apt_ensure
 	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
