@@ -50,6 +50,7 @@ from bench.appliance import (  # noqa: E402
     running,
     wait_dhcp,
 )
+from machine import StealMeter  # noqa: E402
 from tests.support import postgres  # noqa: E402
 from tests.support.bind import free_port  # noqa: E402
 
@@ -124,9 +125,10 @@ def start_wrk(url: str, script: Path, clients: int, seconds: int) -> subprocess.
 
 
 def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
-               load: float) -> dict[str, Any]:
+               load: float, steal: StealMeter) -> dict[str, Any]:
     out, _ = proc.communicate(timeout=300)
     cpu = app.cpu_seconds() - cpu_before
+    steal_pct = steal.percent()
     lines = [line for line in out.splitlines() if line.startswith("WRK ")]
     if proc.returncode != 0 or not lines:
         raise BenchError(f"wrk exited {proc.returncode}: {out[-400:]}")
@@ -138,7 +140,8 @@ def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
     return {"requests": raw["requests"], "req_per_s": round(raw["requests"] / seconds, 1),
             "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
             "max_ms": raw["max_us"] / 1000,
-            "cpu_us_per_request": round(cpu / raw["requests"] * 1e6), "load": round(load, 2)}
+            "cpu_us_per_request": round(cpu / raw["requests"] * 1e6), "load": round(load, 2),
+            "steal_pct": steal_pct}
 
 
 def connections_by_process(port: int) -> list[int]:
@@ -167,10 +170,11 @@ def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[st
     settled(app.api_port)
     load = os.getloadavg()[0]
     cpu = app.cpu_seconds()
+    steal = StealMeter().start()
     wrk = start_wrk(app.base + PATH, script, clients, seconds)
     time.sleep(min(1.0, seconds / 2))
     split = connections_by_process(app.api_port)
-    return {**wrk_result(wrk, cpu, app, load), "split": split}
+    return {**wrk_result(wrk, cpu, app, load, steal), "split": split}
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
@@ -182,7 +186,11 @@ def _line(label: str, r: dict[str, Any]) -> str:
     split = "/".join(map(str, r.get("split", []))) or "-"
     return (f"  {label:<26} {r['req_per_s']:>9.1f} req/s  p50 {r['p50_ms']:6.2f} ms  "
             f"p99 {r['p99_ms']:7.2f} ms  CPU {r['cpu_us_per_request']:>5} µs/req  "
-            f"connections {split:<7} load {r['load']:.1f}")
+            f"connections {split:<7} load {r['load']:.1f}  steal {_pct(r.get('steal_pct'))}")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -244,11 +252,12 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
                 client += count
                 load = os.getloadavg()[0]
                 cpu = app.cpu_seconds()
+                steal = StealMeter().start()
                 wrk = start_wrk(app.base + PATH, script, 8, seconds)
                 with_api.append(dora_load(sock, server, count, client, 256, False,
                                           rate=half, seconds=seconds + 10))
                 client += count
-                api_with_dhcp.append(wrk_result(wrk, cpu, app, load))
+                api_with_dhcp.append(wrk_result(wrk, cpu, app, load, steal))
                 print(f"  DHCP alone {alone[-1]['dora_per_s']} DORA/s, with the API "
                       f"{with_api[-1]['dora_per_s']} DORA/s (abandoned "
                       f"{alone[-1]['abandoned']}/{with_api[-1]['abandoned']})", flush=True)
@@ -264,7 +273,8 @@ def table(report: dict[str, Any]) -> str:
     api, dhcp = report["api"], report["dhcp"]
     rows = [f"API: GET /api/v1{report['path']} (plain HTTP/1.1 on loopback, bearer token), "
             f"median of {report['runs']} runs of {report['duration_s']} s",
-            f"  {'clients':<22} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10}"]
+            f"  {'clients':<22} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10} "
+            f"{'steal%':>6}"]
     paced = f"8, offered {report.get('paced_rate', '-')}/s"
     for key, label in (("c1", "1"), ("c8", "8"), ("c8_paced", paced),
                        ("c8_with_dhcp", "8, DHCP at half")):
@@ -272,9 +282,12 @@ def table(report: dict[str, Any]) -> str:
         if runs:
             rows.append(f"  {label:<22} {median_of(runs, 'req_per_s'):>9} "
                         f"{median_of(runs, 'p50_ms'):>7} {median_of(runs, 'p99_ms'):>7} "
-                        f"{median_of(runs, 'cpu_us_per_request'):>10}")
+                        f"{median_of(runs, 'cpu_us_per_request'):>10} "
+                        f"{_pct(median_of(runs, 'steal_pct')):>6}")
     c1, c8 = median_of(api.get("c1", []), "req_per_s"), median_of(api.get("c8", []), "req_per_s")
     both = median_of(api.get("c8_with_dhcp", []), "req_per_s")
+    rows.append("  steal%: the host's share of this VM's CPU time during the runs "
+                "(bench/machine.py): a slow phase of the machine, not of the change")
     rows.append(f"  ratio 8 clients / 1 client: {_ratio(c8, c1)}; "
                 f"8 clients with DHCP / alone: {_ratio(both, c8)}")
     if dhcp.get("alone"):

@@ -45,6 +45,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
 from dhcp_figures import CpuMeter, dora_latencies, percentile  # noqa: E402
+from machine import StealMeter  # noqa: E402
 from tests.support import netns  # noqa: E402
 
 from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
@@ -89,6 +90,7 @@ class Result:
     cpu_db_us: float | None = None  # of which its PostgreSQL backends
     overload: bool = False        # the run offered twice the server's measured ceiling
     load: float | None = None     # 1-minute load average when the run started
+    steal_pct: float | None = None  # the host's steal share of this VM's CPU during the run
     # Datagrams the kernel dropped because a socket's receive buffer was full, during the
     # run: at the server (srv namespace) and at perfdhcp (rly namespace).
     overflow_srv: int = 0
@@ -469,6 +471,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
         meter = CpuMeter(proc.pid, database, PG_USER)
         meter.start()
+        steal = StealMeter().start()
         # -x t: every completed exchange's timestamps, printed at the end (the percentiles)
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
                             "-W", "1000000", "-x", "t", timeout=args.period + 60)
@@ -481,6 +484,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
             except BenchError:
                 derived_after = math.inf  # not within the timeout: the CPU misses the rest
         cpu = meter.seconds()
+        steal_pct = steal.percent()
         after = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
     (rig.out / f"{label}.perfdhcp.txt").write_text(done.stdout + done.stderr)
     if done.returncode not in (0, 3):  # 3: some exchanges did not complete (drops)
@@ -488,6 +492,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
                       f"{(done.stderr or done.stdout).strip()[-200:]}")
     result = to_result(server, rate, args.period, parse_perfdhcp(done.stdout), done.stdout)
     result.load = load
+    result.steal_pct = steal_pct
     result.overload = overload
     result.derived_after_s = None if derived_after == math.inf else derived_after
     if derived_after == math.inf:
@@ -542,7 +547,8 @@ def row(r: Result, at: dict[str, Result]) -> str:
             f"{r.drop_pct:>5.1f}% {fmt(r.avg_ms, 2):>8} {fmt(r.p50_ms, 2):>8} "
             f"{fmt(r.p99_ms, 1):>8} {fmt(r.max_ms, 1):>8} {fmt(r.cpu_us, 0):>8} "
             f"{fmt(r.cpu_db_us, 0):>7}  {vs_pg:>9} "
-            f"{vs_mem:>10} {fmt(r.load, 1):>5} {f'{r.overflow_srv}/{r.overflow_rly}':>12}  "
+            f"{vs_mem:>10} {fmt(r.load, 1):>5} {fmt(r.steal_pct, 1):>6} "
+            f"{f'{r.overflow_srv}/{r.overflow_rly}':>12}  "
             f"{r.note}")
 
 
@@ -584,7 +590,7 @@ def overload_summary(results: list[Result], servers: list[str]) -> list[str]:
 def table(results: list[Result], servers: list[str]) -> str:
     rows = [f"{'rate':>6}  {'server':<10} {'DORA/s':>9} {'drops':>7} {'drop%':>6} "
             f"{'avg ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU us':>8} {'of db':>7}  "
-            f"{'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} {'ovfl srv/rly':>12}  note"]
+            f"{'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} {'steal%':>6} {'ovfl srv/rly':>12}  note"]
     sweep = [r for r in results if not r.overload]
     for rate in sorted({r.rate for r in sweep}):
         at = {r.server: r for r in sweep if r.rate == rate}
@@ -595,7 +601,8 @@ def table(results: list[Result], servers: list[str]) -> str:
         rows.append("twice the ceiling (the highest rate with at most 1% drops above):")
         rows += [row(r, {}) for r in overloads]
         rows.append("")
-    rows.append("load: 1-minute load average at the start of the run (2 cores); ovfl srv/rly: "
+    rows.append("load: 1-minute load average at the start of the run (2 cores); steal%: the "
+                "host's share of this VM's CPU time during the run (bench/machine.py); ovfl srv/rly: "
                 "datagrams dropped by a full socket buffer at the server / at perfdhcp; "
                 "p50/p99: Discover->Ack of completed DORAs; CPU us: per Ack, the server's "
                 "processes and its PostgreSQL backends (of db: the backends), for ipamd "
@@ -642,7 +649,8 @@ def report(result: Result, what: str = "") -> None:
     print(f"  {where:<20} DORA/s {fmt(result.dora_per_s, 1):>9}"
           f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
           f"  p50 {fmt(result.p50_ms, 2)} ms  CPU {fmt(result.cpu_us, 0)} us/DORA"
-          f"  load {fmt(result.load, 1)}  {what} {result.note}", flush=True)
+          f"  load {fmt(result.load, 1)}  steal {fmt(result.steal_pct, 1)}%  {what} {result.note}",
+          flush=True)
 
 
 def preflight() -> None:
