@@ -50,7 +50,7 @@ from bench.appliance import (  # noqa: E402
     running,
     wait_dhcp,
 )
-from machine import StealMeter  # noqa: E402
+from bench.machine import StealMeter  # noqa: E402
 from tests.support import postgres  # noqa: E402
 from tests.support.bind import free_port  # noqa: E402
 
@@ -287,7 +287,8 @@ def table(report: dict[str, Any]) -> str:
     c1, c8 = median_of(api.get("c1", []), "req_per_s"), median_of(api.get("c8", []), "req_per_s")
     both = median_of(api.get("c8_with_dhcp", []), "req_per_s")
     rows.append("  steal%: the host's share of this VM's CPU time during the runs "
-                "(bench/machine.py): a slow phase of the machine, not of the change")
+                "(bench/machine.py); high steal marks a slow phase of the machine (slow "
+                "phases without steal happen too: compare CPU µs/req)")
     rows.append(f"  ratio 8 clients / 1 client: {_ratio(c8, c1)}; "
                 f"8 clients with DHCP / alone: {_ratio(both, c8)}")
     if dhcp.get("alone"):

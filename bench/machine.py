@@ -1,9 +1,9 @@
 """What the host took from this machine during a run: the steal share of its CPU time.
 
-This machine is a VM on a shared host. In slow phases the same work costs 15-50 % more CPU
-and wall time, for Kea as much as for ipamd; the steal share (/proc/stat: time a virtual
-CPU was ready but the host ran something else) is printed beside each run so that a slow
-figure can be told apart from a slow change.
+This machine is a VM on a shared host. In slow phases the same work costs 15-100 % more CPU
+and wall time, for Kea as much as for ipamd. The steal share (/proc/stat: time a virtual CPU
+was ready but the host ran something else) is printed beside each run: high steal marks such
+a phase. Not every slow phase shows as steal, so it is a hint, never a correction.
 """
 
 from __future__ import annotations
