@@ -99,11 +99,7 @@ class Committer:
         self._dense = tx.born - self._submitted < self.window
         self._submitted = tx.born
         self._queue.append(tx)
-        # A parked worker (len: cheaper than statistics()) that may start a batch now.
-        if self._lot and not self._waking and self.may_start():
-            self._waking = True
-            self._lot.unpark()
-        elif self.in_flight == self.workers and not self._saturated_from:
+        if not self._wake_one() and self.in_flight == self.workers and not self._saturated_from:
             self._saturated_from = time.perf_counter()
 
     def _mark(self) -> None:
@@ -123,6 +119,15 @@ class Committer:
             return True
         return self.in_flight < self.workers and (
             self._flight_ops <= OVERLAP_MAX or len(self._queue) >= self.batch_max)
+
+    def _wake_one(self) -> bool:
+        """Unpark a worker (len: cheaper than statistics()) when one is parked, none is
+        being woken already, and it may start a batch now; True if one was."""
+        if self._lot and not self._waking and self.may_start():
+            self._waking = True
+            self._lot.unpark()
+            return True
+        return False
 
     @property
     def queued(self) -> int:
@@ -190,9 +195,8 @@ class Committer:
             self.in_flight += 1
             self._flight_ops += len(batch)
             self._mark()
-            if self.queued and self._lot and not self._waking and self.may_start():
-                self._waking = True
-                self._lot.unpark()  # more ops waiting that may go in beside this batch
+            if self.queued:
+                self._wake_one()  # more ops waiting that may go in beside this batch
             try:
                 ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
             finally:
