@@ -86,7 +86,9 @@ async def test_leases_are_granted_while_the_receiver_hangs(db, dsn, receiver, ca
                 while (counts := await db.run(_counts))["queued"] < CLIENTS:
                     await trio.sleep(0.05)
             assert counts == {"active": CLIENTS, "queued": CLIENTS, "delivered": 0}
-            # Every worker is stuck in a request the receiver never answers.
+            # Every worker is stuck in a request the receiver never answers. (The events were
+            # just queued: a worker may not have claimed its first yet, so wait for both.)
+            await receiver.wait_for(WORKERS, timeout=10)
             assert len(receiver.received) == WORKERS
 
             # The receiver recovers: every queued delivery goes out, none lost.
