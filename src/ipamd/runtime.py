@@ -26,7 +26,7 @@ from hypercorn.trio import serve
 from hypercorn.utils import repr_socket_addr
 
 from ipamd import child
-from ipamd.api import balance, idempotency, one_write
+from ipamd.api import balance, http1, idempotency
 from ipamd.api import workers as api_workers
 from ipamd.api.app import create_app
 from ipamd.api.balance import ConnectionShare
@@ -247,7 +247,7 @@ async def _serve_api(
     task_status: trio.TaskStatus[list[str]],
 ) -> None:
     app = create_app(state, token_cache)
-    one_write.install()
+    http1.install()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(token_cache.follow, state.db)
         await serve(app, hypercorn_config(state.config), shutdown_trigger=stop.wait,
@@ -495,7 +495,7 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
                 nursery.start_soon(token_cache.follow, state.db)
                 await pushed.wait()  # state.dhcp as the parent has it, before any request
                 app = create_app(state, token_cache, api_workers.MainLimits(link))
-                one_write.install()
+                http1.install()
                 balance.install(share)
                 hc = hypercorn_config(config)
                 hc.bind = [f"fd://{fd}" for fd in https_fds]

@@ -102,9 +102,10 @@ def _header(name: str) -> str | None:
 async def _drain_body(response: Response) -> None:
     """Read a request body the handler never read (refused before it: 401, 404, 405, ...).
 
-    hypercorn's HTTP/1.1 keep-alive connection wedges when the response ends before the
-    request body has arrived; reading it (bounded by MAX_CONTENT_LENGTH) keeps the
-    connection usable. A body too large or too slow closes the connection instead.
+    A keep-alive connection whose request body was not read to its end is closed after the
+    response (api/http1.py: the unread bytes would be taken for the next request); reading
+    it (bounded by MAX_CONTENT_LENGTH) keeps the connection usable. A body too large or too
+    slow closes the connection instead.
     A request that declares no body (most GETs) has nothing left to read.
     """
     if _header("Content-Length") in (None, "", "0") and _header("Transfer-Encoding") is None:

@@ -39,6 +39,7 @@ CODES = {
     415: "unsupported_media_type",
     422: "validation_error",
     429: "rate_limited",
+    431: "headers_too_large",
     500: "internal",
     503: "unavailable",
 }
