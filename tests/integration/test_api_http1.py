@@ -8,13 +8,17 @@ sockets, so every byte on the wire is what is asserted."""
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
+import trustme
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
@@ -375,6 +379,26 @@ async def test_idle_connections_close_when_the_server_stops() -> None:
             await c.response()
     async with stream:
         assert await c.closed()
+
+
+@pytest.mark.parametrize("http2", [False, True])
+async def test_tls_http_1_1_is_served_here_and_h2_by_hypercorn(
+    tmp_path: Path, http2: bool
+) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert.private_key_pem.write_to_path(tmp_path / "key.pem")
+    cert.cert_chain_pems[0].write_to_path(tmp_path / "cert.pem")
+    ca.cert_pem.write_to_path(tmp_path / "ca.pem")
+    async with serving(ToyApp(), certfile=str(tmp_path / "cert.pem"),
+                       keyfile=str(tmp_path / "key.pem")) as port:
+        verify = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+        async with httpx.AsyncClient(http2=http2, verify=verify) as web:
+            for n in range(2):  # the second on the same connection
+                reply = await web.post(f"https://127.0.0.1:{port}/echo?n={n}", content=b"hi")
+                assert reply.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+                assert reply.json() == {"method": "POST", "body": "hi", "query": f"n={n}",
+                                        "version": "2" if http2 else "1.1"}
 
 
 async def test_each_response_leaves_in_one_write(
