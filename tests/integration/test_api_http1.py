@@ -47,6 +47,8 @@ class ToyApp:
             body = b""
             while True:
                 message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # as Quart does: no answer
                 body += message.get("body", b"")
                 if not message.get("more_body"):
                     break
@@ -66,6 +68,10 @@ class ToyApp:
             await _whole(send, 200, b"slow", length=True)
         elif path == "/ignore":  # answers without reading the body
             await _whole(send, 202, b"ignored", length=True)
+        elif path == "/short":  # says 10 bytes, sends 5
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", b"10")]})
+            await send({"type": "http.response.body", "body": b"short"})
         elif path == "/boom":
             raise RuntimeError("the app failed before answering")
         elif path == "/half":
@@ -312,6 +318,23 @@ async def test_malformed_request_is_refused_with_400(garbage: bytes) -> None:
         assert status == 400 and headers["connection"] == "close" and await c.closed()
         error = json.loads(body)["error"]  # the spec's envelope, as every error has
         assert error["code"] == "bad_request" and "malformed" in error["message"]
+
+
+async def test_malformed_chunked_body_is_refused_with_400() -> None:
+    async with serving(ToyApp()) as port, client(port) as c:
+        await c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await trio.sleep(0.05)  # the app waits for the body when the garbage comes
+        await c.send(b"zz\r\nnot a chunk\r\n")
+        status, headers, body = await c.response()
+        assert status == 400 and headers["connection"] == "close" and await c.closed()
+        assert "malformed" in json.loads(body)["error"]["message"]
+
+
+async def test_wrong_content_length_from_the_app_closes_the_connection() -> None:
+    async with serving(ToyApp()) as port, client(port) as c:
+        await c.send(_get("/short"))
+        assert await c.closed()  # the client cannot find where a next response would start
+        assert bytes(c.buffer).endswith(b"\r\n\r\nshort")
 
 
 async def test_head_over_the_limit_is_refused_with_431() -> None:

@@ -285,7 +285,10 @@ class Http1Connection:
         self.status = 0
         self.head = None
         self.framing = ""
+        self.declared = -1  # the app's Content-Length
+        self.written = 0  # body bytes written under it
         self.response_done = False
+        self.body_refusal: Refusal | None = None
 
     # one request -----------------------------------------------------------------------
 
@@ -310,7 +313,7 @@ class Http1Connection:
             except Exception:
                 await self.config.log.exception("Error in ASGI Framework")
             if self.status == 0:
-                await self._refuse(Refusal(500, "internal error"))
+                await self._refuse(self.body_refusal or Refusal(500, "internal error"))
         await self.context.mark_request()
         if not self.response_done or self.broken:
             return False  # the app ended mid-response: the client cannot tell where it ends
@@ -354,8 +357,8 @@ class Http1Connection:
                     self.continue_sent = True
                     await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 refusal = await self._read()
-                if refusal is not None:  # the body is malformed: the request is over
-                    self.keep = False
+                if refusal is not None:  # the body is malformed: answered with this
+                    self.body_refusal = refusal
                     self.eof = True
                     return {"type": "http.disconnect"}
             chunks = request.body
@@ -415,6 +418,7 @@ class Http1Connection:
             lower = name.lower()
             if lower == b"content-length":
                 self.framing = "length"
+                self.declared = int(value)
             elif lower == b"connection":
                 if b"close" in value.lower():
                     self.keep = False
@@ -458,6 +462,12 @@ class Http1Connection:
             if not more:
                 out += b"0\r\n\r\n"
             return out
+        if self.declared >= 0:
+            self.written += len(body)
+            if not more and self.written != self.declared:
+                # The app's Content-Length was wrong: the client cannot find the next
+                # response, so there is none on this connection.
+                self.keep = False
         return out + body
 
     async def _write(self, data: bytes) -> None:
