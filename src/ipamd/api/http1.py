@@ -463,6 +463,9 @@ class Http1Connection:
                 out += b"0\r\n\r\n"
             return out
         if self.declared >= 0:
+            if self.written + len(body) > self.declared:  # never past what the head said
+                body = body[:self.declared - self.written]
+                self.keep = False
             self.written += len(body)
             if not more and self.written != self.declared:
                 # The app's Content-Length was wrong: the client cannot find the next
