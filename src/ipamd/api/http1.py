@@ -17,9 +17,10 @@ for it) up to ``keep_alive_max_requests`` requests, an idle connection closed af
 answered when the app reads the body, `Connection: close` when the connection will close,
 responses framed by Content-Length (added when the app gave the whole body at once) or
 chunked, no body for HEAD, 1xx, 204 and 304, and the app told `http.disconnect` when the
-client goes while it works. Pipelined requests are answered in order. Upgrade requests
-(WebSocket, h2c) are answered as plain HTTP/1.1 and the connection then closes: the API
-serves neither.
+client goes while it works (noticed from WATCH_AFTER on). Pipelined requests are answered in
+order. Upgrade requests (WebSocket, h2c) are answered as plain HTTP/1.1 and the connection
+then closes, and HTTP/2 with prior knowledge on a plain connection is refused (400): the API
+serves h2 only where TLS's ALPN picks it.
 """
 
 from __future__ import annotations
