@@ -393,6 +393,27 @@ async def test_keep_alive_limits_close_the_connection() -> None:
         assert await c.closed()  # idle for longer than keep_alive_timeout
 
 
+async def test_a_fault_in_serving_ends_the_connection_not_the_server(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real_scope = http1.Http1Connection._scope
+
+    def faulty_scope(self: http1.Http1Connection, request: Any) -> Any:
+        if b"fault" in request.target:
+            raise RuntimeError("a bug in serving")
+        return real_scope(self, request)
+
+    monkeypatch.setattr(http1.Http1Connection, "_scope", faulty_scope)
+    async with serving(ToyApp()) as port:
+        async with client(port) as c:
+            await c.send(_get("/echo?fault"))
+            assert await c.closed()
+        async with client(port) as c:  # the server still serves
+            await c.send(_get("/echo"))
+            assert (await c.response())[0] == 200
+    assert "HTTP/1.1 connection from" in caplog.text
+
+
 async def test_idle_connections_close_when_the_server_stops() -> None:
     with trio.fail_after(10):  # well inside graceful_timeout (30 s): not waited for
         async with serving(ToyApp()) as port:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections import deque
 from email.utils import formatdate
@@ -44,12 +45,14 @@ from hypercorn.utils import parse_socket_addr, suppress_body
 
 from ipamd.api.errors import CODES
 
+log = logging.getLogger("ipamd.api.http1")
+
 MAX_RECV = 2**16
 # While the app works on a request whose body is in, the connection is still read (to see a
 # client that goes); pipelined requests read meanwhile are kept, up to this many bytes.
 MAX_PIPELINED = 2**16
-# An app still working this long after it read the body is told within this much of its
-# client going (sooner costs every request a wait on the socket).
+# A client that goes while the app works is looked for only once the app has had the
+# request's body this long (looking from the start cost every request a wait on the socket).
 WATCH_AFTER = 0.5
 
 
@@ -97,6 +100,7 @@ class _Parser:
         self.max_head = max_head
         self.fed = 0  # bytes parsed, all told
         self.stopped = False  # after an upgrade request: the rest is not HTTP/1.1
+        self.head_too_large = False
 
     def feed(self, data: bytes | bytearray) -> Refusal | None:
         """Parse ``data``; what to refuse the connection with, or None."""
@@ -107,9 +111,11 @@ class _Parser:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self.stopped = True  # the upgrade request itself is complete and queued
-        except httptools.HttpParserCallbackError:  # on_url / on_header: over the limit
-            return Refusal(431, f"the request's head (its line and headers) is larger than "
-                                f"{self.max_head} bytes")
+        except httptools.HttpParserCallbackError as error:
+            if self.head_too_large:  # on_url / on_header said so
+                return Refusal(431, f"the request's head (its line and headers) is larger "
+                                    f"than {self.max_head} bytes")
+            return Refusal(400, f"malformed HTTP/1.1 request: {error}")
         except httptools.HttpParserError as error:
             return Refusal(400, f"malformed HTTP/1.1 request: {error}")
         return None
@@ -138,6 +144,7 @@ class _Parser:
     def _grow(self, request: _Request, size: int) -> None:
         request.head_size += size
         if request.head_size > self.max_head:
+            self.head_too_large = True
             raise ValueError("head too large")  # httptools: HttpParserCallbackError
 
     def on_headers_complete(self) -> None:
@@ -226,10 +233,13 @@ class Http1Connection:
                 nursery.start_soon(self._watch_stop)
                 try:
                     await self._serve_requests()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass  # the client went
+                except Exception:
+                    # A fault here ends this connection, never the API's accept loop.
+                    log.exception("HTTP/1.1 connection from %s failed", self.client)
                 finally:
                     nursery.cancel_scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
         finally:
             with trio.CancelScope(shield=True):
                 await _close(self.stream)
@@ -531,7 +541,13 @@ async def serve_connection(
         if stream.selected_alpn_protocol() not in (None, "http/1.1", "http/1.0"):
             await TCPServer(app, config, context, state, stream)  # h2: its handshake is done
             return
-    await Http1Connection(app, config, context, state, stream, tls=tls).run()
+    try:
+        connection = Http1Connection(app, config, context, state, stream, tls=tls)
+    except OSError:  # gone before it was served (getpeername: not connected)
+        with trio.CancelScope(shield=True):
+            await _close(stream)
+        return
+    await connection.run()
 
 
 def install() -> None:
