@@ -43,7 +43,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, ConnectionState, LifespanState
 from hypercorn.utils import parse_socket_addr, suppress_body
 
-from ipamd.api.errors import CODES
+from ipamd.api.errors import ApiError
 
 log = logging.getLogger("ipamd.api.http1")
 
@@ -501,9 +501,9 @@ def error_start(status: int) -> dict[str, Any]:
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    """The spec's error envelope, as the app's own errors have it."""
-    envelope = {"error": {"code": CODES.get(status, "bad_request"), "message": message}}
-    return {"type": "http.response.body", "body": json.dumps(envelope).encode()}
+    """The spec's error envelope, made as the app's own errors make it."""
+    body = json.dumps(ApiError(status, message).body()).encode()
+    return {"type": "http.response.body", "body": body}
 
 
 def _host(request: _Request) -> str:
