@@ -16,7 +16,8 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # relays in network namespaces; the benchmark measures Kea with perfdhcp.
 # libkrb5-dev: the gssapi package (ad_gsstsig DNS updates) builds against it (with python3-dev's
 # headers); python3-venv: Debian's python3 makes the venv.
-RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv python3-dev
+# gcc: mypyc's C for the DHCP hot path (see compiled) and gssapi's build.
+RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv python3-dev gcc
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
@@ -24,11 +25,12 @@ BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client 
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 # The image build (image/build.sh) and its boot test run on the build host, never in CI.
-IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal
+# gcc, python3-dev, python3-venv: the image's compiled DHCP hot path is built on the host.
+IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal gcc python3-dev python3-venv
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: FORCE run setup test lint bench clean tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
+.PHONY: FORCE run setup test lint bench clean compiled tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
 
 venv: $(BIN)/.installed
 
@@ -45,6 +47,14 @@ $(VENV)/.made-by: FORCE
 	@if [ "$$(cat $@ 2>/dev/null)" != "$(PYTHON_REAL)" ]; then \
 	  if [ -e $(VENV) ]; then echo "$(VENV) was made by another interpreter: making it again with $(PYTHON_REAL)"; fi; \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(PYTHON_REAL)" > $@; fi
+
+# The DHCP hot path compiled by mypyc into build/mypyc (src/ipamd/dhcp/compiled.py), again
+# after any change to a source there. Without it (or stale) the same modules run as Python.
+COMPILED := build/mypyc/stamp.json
+compiled: $(COMPILED)
+
+$(COMPILED): $(wildcard src/ipamd/dhcp/*.py) $(BIN)/.installed
+	$(BIN)/python -c 'import sys; from ipamd.dhcp.compiled import main; sys.exit(main())'
 
 define apt_ensure
 	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -78,14 +88,14 @@ var:
 	install -d -m 0755 var var/log var/supervisor
 
 # Everything `make run` needs, without starting it (a systemd host: systemd/ipamd.service).
-setup: system-run venv var
+setup: system-run venv compiled var
 
 # The appliance in the foreground: supervisord runs postgres and ipamd (Ctrl-C stops both).
 run: setup
 	exec $(BIN)/supervisord -n -c appliance/supervisord.conf
 
-test: system-test venv
-	$(BIN)/python -m pytest
+test: system-test venv compiled
+	IPAMD_EXPECT_COMPILED=1 $(BIN)/python -m pytest
 
 # ruff, then the import contract between the rooms (docs/DEVELOPING.md): a break names
 # the file, the line and the import.
@@ -93,14 +103,14 @@ lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m tests.support.import_contract
 
-bench: system-bench venv
+bench: system-bench venv compiled
 	$(BIN)/python bench/run_all.py
 
 # Database failover under relayed DHCP load in network namespaces (10.77.16.0/24): etcd, two
 # Postgres under Patroni (synchronous_mode), two appliance nodes, a relay; kill -9 the leader's
 # postgres; then again killing appliance node A (and its claimed outbox rows) instead;
 # prints Acks lost, double allocations and the time to the first new Ack.
-ha-lab: venv
+ha-lab: venv compiled
 	$(call apt_ensure,$(LAB_PACKAGES))
 	$(BIN)/python bench/ha_lab.py run
 	$(BIN)/python bench/ha_lab.py run --kill node

@@ -40,6 +40,20 @@ git show "$commit:image/rootfs/etc/postgresql-common/createcluster.conf" > "$wor
 # Before the kernel's postinst makes the first initramfs: gzip, no resume device.
 git show "$commit:image/rootfs/etc/initramfs-tools/conf.d/ipamd" > "$work/initramfs.conf"
 
+# The DHCP hot path compiled by mypyc (docs/DEVELOPING.md) from this commit's sources: mypy
+# from requirements-build.lock (hashes) in a build-only venv, the host's gcc. The venv's
+# python3 is Debian 12's, as the image's, so the modules fit it; ipamd checks the ABI tag and
+# every source's hash at start and runs the modules as Python otherwise. Two builds give the
+# same bytes (no debug information, relative paths). Nothing of this venv enters the image.
+mkdir -p "$work/compile"
+tar -C "$work/compile" -xf "$work/src.tar"
+/usr/bin/python3 -m venv "$work/compile-venv"
+"$work/compile-venv/bin/pip" install --quiet --no-cache-dir --require-hashes \
+  -r "$work/compile/ipamd/requirements-build.lock"
+(cd "$work/compile/ipamd" && PYTHONPATH=src "$work/compile-venv/bin/python" -c \
+  'import sys; from ipamd.dhcp.compiled import main; sys.exit(main())') >/dev/null \
+  || die "compiling the DHCP hot path failed"
+
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$@"; }
 wanted=$(names image/packages.txt)
 if [ -f image/packages.lock ]; then

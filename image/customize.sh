@@ -51,6 +51,12 @@ rm -f "$root/tmp/requirements.lock"
 cleanup
 trap - EXIT
 
+# The compiled DHCP hot path (image/build.sh made it from the same sources), beside src/
+# where ipamd looks for it.
+mkdir -p "$root/opt/ipamd/build"
+cp -r --no-preserve=ownership "$work/compile/ipamd/build/mypyc" "$root/opt/ipamd/build/"
+chmod -R u=rwX,go=rX "$root/opt/ipamd/build"
+
 # ipamd itself runs from the source tree (no wheel build: nothing to stamp).
 site=$(echo "$root"/opt/ipamd/.venv/lib/python3*/site-packages)
 echo /opt/ipamd/src > "$site/ipamd.pth"

@@ -23,3 +23,7 @@ Every lease state change — here, in the expiry worker and in the API's force-r
 goes through ``leasestore``. Run it: ``ipamd run`` serves DHCP on the [dhcp] listen
 addresses of the TOML file, with the rest of the appliance (bench/ drives it with perfdhcp).
 """
+
+from ipamd.dhcp import compiled as _compiled
+
+_compiled.activate(__path__)  # the mypyc-compiled hot path, when built from these sources

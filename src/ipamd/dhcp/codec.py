@@ -165,29 +165,15 @@ def parse(data: bytes | bytearray | memoryview) -> DhcpMessage:
     if len(mt) != 1 or not MESSAGE_TYPE_MIN <= mt[0] <= MESSAGE_TYPE_MAX:
         raise MalformedPacket("bad_message_type", mt.hex())
 
-    m = _new_message(DhcpMessage)
-    m.op = op
-    m.htype = htype
-    m.hlen = hlen
-    m.hops = hops
-    m.xid = xid
-    m.secs = secs
-    m.flags = flags
-    m.ciaddr = ciaddr
-    m.yiaddr = yiaddr
-    m.siaddr = siaddr
-    m.giaddr = giaddr
-    m.chaddr = chaddr
-    m.sname = b"" if overload & 2 else _cstr(data, SNAME_OFF, SNAME_END)
-    m.file = b"" if overload & 1 else _cstr(data, FILE_OFF, FILE_END)
-    m.options = opts
+    m = DhcpMessage(
+        op=op, htype=htype, hlen=hlen, hops=hops, xid=xid, secs=secs, flags=flags,
+        ciaddr=ciaddr, yiaddr=yiaddr, siaddr=siaddr, giaddr=giaddr, chaddr=chaddr,
+        sname=b"" if overload & 2 else _cstr(data, SNAME_OFF, SNAME_END),
+        file=b"" if overload & 1 else _cstr(data, FILE_OFF, FILE_END),
+        options=opts,
+    )
     m.overload = overload
-    m.prl_hint = b""
-    m.size_limit = None
     return m
-
-
-_new_message = object.__new__
 
 
 def _option_order(opts: dict[int, bytes], prl: bytes | Iterable[int]) -> list[int]:
@@ -393,26 +379,12 @@ class DhcpMessage:
             yiaddr = 0
             if request.giaddr:
                 flags |= FLAG_BROADCAST
-        m = _new_message(cls)
-        m.op = BOOTREPLY
-        m.htype = request.htype
-        m.hlen = request.hlen
-        m.hops = 0
-        m.xid = request.xid
-        m.secs = 0
-        m.flags = flags
-        m.ciaddr = request.ciaddr if message_type == ACK else 0
-        m.yiaddr = yiaddr
-        m.siaddr = siaddr
-        m.giaddr = request.giaddr
-        m.chaddr = request.chaddr
-        m.sname = b""
-        m.file = b""
-        m.options = opts
-        m.overload = 0
-        m.prl_hint = ropts.get(PRL, b"")
-        m.size_limit = request.max_message_size
-        return m
+        return cls(
+            op=BOOTREPLY, htype=request.htype, hlen=request.hlen, xid=request.xid, flags=flags,
+            ciaddr=request.ciaddr if message_type == ACK else 0, yiaddr=yiaddr, siaddr=siaddr,
+            giaddr=request.giaddr, chaddr=request.chaddr, options=opts,
+            prl_hint=ropts.get(PRL, b""), size_limit=request.max_message_size,
+        )
 
     # ------------------------------------------------------------------ building
 
@@ -574,9 +546,9 @@ class DhcpMessage:
         if overload:
             main.insert(overload_at, _OPT_HDR(OVERLOAD, 1) + bytes((overload,)))
         main.append(_END)
-        body = b"".join(main)
-        pad = BOOTP_MIN_SIZE - HEADER_SIZE - len(body)
-        return self._header(sname, file) + body + (_PADS[pad] if pad > 0 else b"")
+        joined = b"".join(main)
+        pad = BOOTP_MIN_SIZE - HEADER_SIZE - len(joined)
+        return self._header(sname, file) + joined + (_PADS[pad] if pad > 0 else b"")
 
     # ------------------------------------------------------------------ accessors
     # The pipeline stages read options through these (one decoding, one error per option).

@@ -23,7 +23,7 @@ import trio
 
 from ipamd.config import ConfigError
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
-from ipamd.dhcp import leasestore
+from ipamd.dhcp import compiled, leasestore
 from ipamd.dhcp.codec import MalformedPacket, parse
 from ipamd.dhcp.committer import Committer
 from ipamd.dhcp.context import Endpoint, Env, Exchange
@@ -163,9 +163,9 @@ class DhcpServer:
                 self.counters.commit_seconds = lambda: self.committer.busy_seconds
                 self.state.dhcp = self
                 self.state.counters["dhcp"] = self.counters
-                log.info("dhcp server on %s; %d live leases, %d subnets",
+                log.info("dhcp server on %s; %d live leases, %d subnets; %s",
                          ", ".join(f"{h}:{p}" for h, p in self.addresses), len(self.cache),
-                         len(self.env.plan.subnets))
+                         len(self.env.plan.subnets), compiled.STATUS)
                 task_status.started()
         finally:
             if self.state.dhcp is self:

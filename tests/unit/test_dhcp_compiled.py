@@ -1,0 +1,113 @@
+"""The mypyc-compiled DHCP hot path is used only when built from the sources beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ipamd.dhcp
+from ipamd.dhcp import codec, compiled, engine
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = Path(compiled.__file__).parent
+
+
+def _stamped(tmp_path: Path, **overrides: object) -> tuple[Path, Path]:
+    """A copy of the sources and a build dir whose stamp matches them (plus overrides)."""
+    source_dir, build_dir = tmp_path / "src", tmp_path / "build"
+    source_dir.mkdir()
+    build_dir.mkdir()
+    for name in compiled.HOT_PATH:
+        shutil.copy(SOURCES / f"{name}.py", source_dir)
+    stamp = {"abi": compiled._abi(), "sources": compiled.source_hashes(source_dir), **overrides}
+    (build_dir / compiled.STAMP).write_text(json.dumps(stamp))
+    return source_dir, build_dir
+
+
+def test_a_build_matching_every_source_is_accepted(tmp_path: Path) -> None:
+    source_dir, build_dir = _stamped(tmp_path)
+    assert compiled.check(build_dir, source_dir) is None
+
+
+def test_no_build_says_how_to_make_one(tmp_path: Path) -> None:
+    assert "not built" in (compiled.check(tmp_path, SOURCES) or "")
+
+
+def test_a_source_edited_after_the_build_makes_it_stale_and_names_the_file(
+    tmp_path: Path,
+) -> None:
+    source_dir, build_dir = _stamped(tmp_path)
+    with (source_dir / "engine.py").open("a") as f:
+        f.write("\n# edited\n")
+    assert compiled.check(build_dir, source_dir) == "stale: engine.py changed since the build"
+
+
+def test_a_build_for_another_interpreter_is_refused(tmp_path: Path) -> None:
+    source_dir, build_dir = _stamped(tmp_path, abi=".cpython-312-x86_64-linux-gnu.so")
+    assert "another interpreter" in (compiled.check(build_dir, source_dir) or "")
+
+
+def test_a_broken_stamp_is_refused_not_raised(tmp_path: Path) -> None:
+    (tmp_path / compiled.STAMP).write_text("{not json")
+    assert "unreadable" in (compiled.check(tmp_path, SOURCES) or "")
+
+
+def test_activate_leaves_the_package_alone_unless_the_build_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(compiled.PURE_ENV, raising=False)
+    path = [str(SOURCES)]
+    assert not compiled.activate(path, tmp_path)
+    assert path == [str(SOURCES)]
+    assert compiled.STATUS.startswith("pure Python: compiled hot path not built")
+
+    monkeypatch.setenv(compiled.PURE_ENV, "1")
+    assert not compiled.activate(path, compiled.BUILD_DIR)
+    assert path == [str(SOURCES)] and compiled.PURE_ENV in compiled.STATUS
+
+
+@pytest.mark.skipif(not os.environ.get("IPAMD_EXPECT_COMPILED"),
+                    reason="`make test` builds the compiled hot path and sets this")
+def test_make_test_runs_the_compiled_hot_path() -> None:
+    assert compiled.check() is None
+    assert ipamd.dhcp.__path__[0] == str(compiled.BUILD_DIR / "ipamd" / "dhcp")
+    for module in (codec, engine):
+        assert module.__file__ and module.__file__.endswith(compiled._abi())
+        assert Path(module.__file__).is_relative_to(compiled.BUILD_DIR)
+
+
+def test_the_pure_python_modules_pass_the_dhcp_unit_tests_too() -> None:
+    """The fallback (no compiler, a stale build) is the same code; keep it passing."""
+    env = {**os.environ, compiled.PURE_ENV: "1"}
+    env.pop("IPAMD_EXPECT_COMPILED", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/dhcp",
+         "tests/unit/test_dhcp_codec.py", "tests/unit/test_dhcp_relay_agent.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout
+
+
+@pytest.mark.skipif(not os.environ.get("IPAMD_EXPECT_COMPILED"),
+                    reason="compares with the build `make test` made")
+def test_a_second_build_of_the_same_sources_is_byte_identical(tmp_path: Path) -> None:
+    """The image ships these modules and must build reproducibly (image/build.sh)."""
+    again = tmp_path / "again"
+    compiled.build(again)
+    assert compiled.check(again) is None
+
+    def files(top: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(top)): p.read_bytes() for p in sorted(top.rglob("*.so"))}
+
+    made, rebuilt = files(compiled.BUILD_DIR), files(again)
+    assert len(made) == len(compiled.HOT_PATH) + 1  # the modules and the group's library
+    assert made.keys() == rebuilt.keys()
+    assert [name for name in made if made[name] != rebuilt[name]] == []
+    for blob in rebuilt.values():
+        assert str(tmp_path).encode() not in blob and str(ROOT).encode() not in blob
