@@ -53,6 +53,14 @@ def test_a_build_for_another_interpreter_is_refused(tmp_path: Path) -> None:
     assert "another interpreter" in (compiled.check(build_dir, source_dir) or "")
 
 
+def test_a_build_of_another_module_set_is_refused(tmp_path: Path) -> None:
+    source_dir, build_dir = _stamped(tmp_path)
+    stamp = json.loads((build_dir / compiled.STAMP).read_text())
+    stamp["sources"]["server"] = "0" * 64  # a module compiled then, not now
+    (build_dir / compiled.STAMP).write_text(json.dumps(stamp))
+    assert compiled.check(build_dir, source_dir) == "built for another set of modules"
+
+
 def test_a_broken_stamp_is_refused_not_raised(tmp_path: Path) -> None:
     (tmp_path / compiled.STAMP).write_text("{not json")
     assert "unreadable" in (compiled.check(tmp_path, SOURCES) or "")

@@ -61,8 +61,12 @@ def check(build_dir: Path = BUILD_DIR, source_dir: Path = _HERE) -> str | None:
         return f"unreadable {STAMP}: not an object"
     if stamp.get("abi") != _abi():
         return f"built for another interpreter ({stamp.get('abi')})"
+    built = stamp.get("sources")
+    if not isinstance(built, dict) or set(built) != set(HOT_PATH):
+        # A module left out since would still shadow its source from the build directory.
+        return "built for another set of modules"
     changed = sorted(name for name, digest in source_hashes(source_dir).items()
-                     if stamp.get("sources", {}).get(name) != digest)
+                     if built.get(name) != digest)
     if changed:
         return "stale: " + ", ".join(f"{name}.py" for name in changed) + " changed since the build"
     return None
