@@ -95,6 +95,8 @@ def build(build_dir: Path = BUILD_DIR) -> None:
     """Compile HOT_PATH into ``build_dir`` and write its stamp (needs mypy and a C compiler).
 
     No debug information (-g0) and relative paths: two builds of one tree give the same files.
+    Run it in a process of its own (``main``, as make does): mypy retunes the garbage collector
+    of the process it runs in, and the build changes directory while it compiles.
     """
     import shutil
     import tempfile
