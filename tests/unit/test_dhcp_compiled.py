@@ -80,6 +80,18 @@ def test_activate_leaves_the_package_alone_unless_the_build_matches(
     assert path == [str(SOURCES)] and compiled.PURE_ENV in compiled.STATUS
 
 
+def test_a_build_that_does_not_load_leaves_the_package_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(compiled.PURE_ENV, raising=False)
+    _, build_dir = _stamped(tmp_path)  # a stamp matching these sources…
+    (build_dir / f"{compiled.GROUP}__mypyc{compiled._abi()}").write_bytes(b"not a library")
+    path = [str(SOURCES)]
+    assert not compiled.activate(path, build_dir)  # …and a library that is not one
+    assert path == [str(SOURCES)]
+    assert compiled.STATUS.startswith("pure Python: compiled hot path does not load")
+
+
 @pytest.mark.skipif(not os.environ.get("IPAMD_EXPECT_COMPILED"),
                     reason="`make test` builds the compiled hot path and sets this")
 def test_make_test_runs_the_compiled_hot_path() -> None:

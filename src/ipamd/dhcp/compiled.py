@@ -16,6 +16,7 @@ modules run, the same code, only slower (``STATUS`` says why; the server logs it
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -82,11 +83,22 @@ def activate(package_path: list[str], build_dir: Path = BUILD_DIR) -> bool:
     if reason is not None:
         STATUS = f"pure Python: compiled hot path {reason}"
         return False
+    # The group's shared library (a top-level module the modules import by name), loaded
+    # from this very file first: one that does not load leaves the package as it was.
+    name = f"{GROUP}__mypyc"
+    try:
+        spec = importlib.util.spec_from_file_location(name, build_dir / f"{name}{_abi()}")
+        if spec is None or spec.loader is None:
+            raise ImportError("no loader")
+        library = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(library)
+    except (ImportError, OSError) as error:
+        STATUS = f"pure Python: compiled hot path does not load ({error})"
+        return False
+    sys.modules.setdefault(name, library)
     compiled = str(build_dir / PACKAGE.replace(".", "/"))
     if compiled not in package_path:
         package_path.insert(0, compiled)
-    if str(build_dir) not in sys.path:
-        sys.path.append(str(build_dir))  # the group's shared library, a top-level module
     STATUS = f"compiled hot path (mypyc) from {build_dir}"
     return True
 
