@@ -2,7 +2,7 @@
 
 A DORA's packet work (parse, the stages, the engine, the reply) is typed Python. mypyc (mypy's
 compiler) turns the modules in ``HOT_PATH`` — the same source, unchanged — into C extension
-modules: that work went from ~60 to ~26 µs of CPU per DORA (``bench/bench_dhcp_engine.py``).
+modules: that work went from ~55 to ~27 µs of CPU per DORA (``bench/bench_dhcp_engine.py``).
 
 ``make`` builds them (``python -m ipamd.dhcp.compiled``, after any change to a source) into
 ``build/mypyc/`` beside ``src/``, with a stamp: the SHA-256 of every source compiled and the
