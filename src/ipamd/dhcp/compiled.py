@@ -24,10 +24,12 @@ import sysconfig
 from pathlib import Path
 
 # The modules a DORA runs through, compiled together (calls between them are then C calls).
-# The server, the committer and the lease store stay Python: they await (trio, asyncpg).
+# The server, the committer and the lease store stay Python: they await (trio, asyncpg);
+# the server's synchronous per-packet part is ``dispatch``.
 HOT_PATH = (
-    "accept", "classify", "codec", "context", "destination", "engine", "freepool", "identity",
-    "leasecache", "options", "plan", "relay_agent", "reply", "subnet_select",
+    "accept", "classify", "codec", "context", "destination", "dispatch", "engine", "freepool",
+    "identity", "leasecache", "options", "plan", "relay_agent", "relays", "reply",
+    "subnet_select",
 )
 PACKAGE = "ipamd.dhcp"
 GROUP = "ipamd_dhcp_hot"  # mypyc's shared library for the group: <GROUP>__mypyc.<abi>.so

@@ -37,6 +37,7 @@ class Endpoint:
     # Time its receive loop spent waiting for a packet (idle), and since when it waits now.
     waited: float = 0.0
     waiting_since: float | None = None
+    sample: int = 0  # datagrams until the receive loop next reads an arrival time
 
 
 class Exchange:

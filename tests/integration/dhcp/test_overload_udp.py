@@ -60,13 +60,13 @@ async def test_packets_that_waited_too_long_in_the_socket_are_dropped_unparsed()
             client.sendto(request(o.DISCOVER, mac_bytes(n), giaddr=RELAY).to_bytes(),
                           (ALONE, ep.port))
         await trio.sleep(0.5)  # nobody reads meanwhile
-        server.stale_seconds = 0.2
+        server.dispatch.stale_seconds = 0.2
         # Until all are dropped and the socket was found empty (the sampled age resets).
         await _read_until(server, ep, lambda: server.counters.drops["stale"] == 20
                           and ep.queue_age == 0.0)
         assert server.counters.received[o.DISCOVER] == 0
         # A fresh packet is handled (from loopback, not a trusted relay: counted as such).
-        server.stale_seconds = 30.0
+        server.dispatch.stale_seconds = 30.0
         client.sendto(request(o.DISCOVER, mac_bytes(99), giaddr=RELAY).to_bytes(),
                       (ALONE, ep.port))
         await _read_until(server, ep, lambda: server.counters.received[o.DISCOVER] == 1)

@@ -14,10 +14,12 @@ import pytest
 import trio
 import trio.testing
 
+from ipamd.dhcp import dispatch as dispatch_mod
 from ipamd.dhcp import options as o
 from ipamd.dhcp import server as server_mod
 from ipamd.dhcp.committer import OVERLAP_MAX, Committer
 from ipamd.dhcp.context import Exchange
+from ipamd.dhcp.dispatch import REPLY_BURST
 from ipamd.dhcp.engine import DhcpReply
 from ipamd.dhcp.leasecache import Lease
 from ipamd.dhcp.sockets import ancillary
@@ -37,7 +39,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(server_mod, "_monotonic", fake)
+    monkeypatch.setattr(dispatch_mod, "_monotonic", fake)
     return fake
 
 
@@ -60,7 +62,7 @@ def _renew(server: Any, n: int, address: str) -> bytes:
 
 def test_discovers_are_shed_while_commits_wait_and_requests_still_queue(clock: Clock) -> None:
     server, ep = make_server()
-    server.overload_seconds = 0.5
+    server.dispatch.overload_seconds = 0.5
     server.on_datagram(_select(1), RELAY, 67, ep)
     assert server.committer.queued == 1
     clock.now += 0.4  # the queued op has waited 0.4 s: not yet overloaded
@@ -83,7 +85,7 @@ def test_discovers_are_shed_while_commits_wait_and_requests_still_queue(clock: C
 
 def test_a_long_socket_queue_sheds_discovers(clock: Clock) -> None:
     server, ep = make_server()
-    server.overload_seconds = 0.5
+    server.dispatch.overload_seconds = 0.5
     ep.queue_age = 0.8  # what the receive loop last sampled
     server.on_datagram(_discover(1), RELAY, 67, ep)
     assert server.counters.drops["overload"] == 1 and not ep.sock.sent
@@ -96,10 +98,10 @@ def test_stale_ops_give_back_their_address_and_client(clock: Clock) -> None:
     server, ep = make_server()
     server.on_datagram(_select(1), RELAY, 67, ep)
     (tx,) = server.committer._take()
-    assert len(server.env.pending_in(SUBNET)) == 1 and len(server._busy) == 1
+    assert len(server.env.pending_in(SUBNET)) == 1 and len(server.dispatch.busy) == 1
     server._stale([tx])
     assert server.counters.drops["stale"] == 1
-    assert not server.env.pending_in(SUBNET) and not server._busy
+    assert not server.env.pending_in(SUBNET) and not server.dispatch.busy
     # The client's retransmission is served as new.
     server.on_datagram(_select(1), RELAY, 67, ep)
     assert server.committer.queued == 1 and server.counters.drops["client_busy"] == 0
@@ -261,9 +263,9 @@ def _committed_replies(ep: Any, count: int) -> list[Any]:
 async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
         nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     server, ep = make_server()
-    server._replies.extend(_committed_replies(ep, 5))
-    server._send_committed()
-    assert len(ep.sock.sent) == 5 and not server._replies
+    server.dispatch.replies.extend(_committed_replies(ep, 5))
+    server.dispatch.send_committed()
+    assert len(ep.sock.sent) == 5 and not server.dispatch.replies
     # Where the pacer lets the other tasks run: how many answers had left by then.
     seen: list[int] = []
 
@@ -274,13 +276,13 @@ async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
 
     monkeypatch.setattr(server_mod, "_pause", pause)
     nursery.start_soon(server._pace_replies)
-    server._replies.extend(_committed_replies(ep, 100))
-    server._send_committed()
+    server.dispatch.replies.extend(_committed_replies(ep, 100))
+    server.dispatch.send_committed()
     assert len(ep.sock.sent) == 5  # left to the pacer
     with trio.fail_after(5):
         while len(ep.sock.sent) < 105:
             await trio.sleep(0)
-    burst = server_mod._REPLY_BURST
+    burst = REPLY_BURST
     assert seen == [5 + burst, 5 + 2 * burst, 5 + 3 * burst]  # then the last 4, no pause
     assert server.counters.sent[o.OFFER] == 105
 
@@ -296,8 +298,8 @@ async def test_a_backlog_of_answers_is_caught_up_in_bigger_bursts(
 
     monkeypatch.setattr(server_mod, "_pause", pause)
     nursery.start_soon(server._pace_replies)
-    server._replies.extend(_committed_replies(ep, 2000))
-    server._send_committed()
+    server.dispatch.replies.extend(_committed_replies(ep, 2000))
+    server.dispatch.send_committed()
     with trio.fail_after(5):
         while len(ep.sock.sent) < 2000:
             await trio.sleep(0)
@@ -305,4 +307,4 @@ async def test_a_backlog_of_answers_is_caught_up_in_bigger_bursts(
     # more than 1024 wait; the last 4 leave without a pause after them.
     steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
     assert steps[:6] == [250, 218, 191, 167, 146, 128]
-    assert set(steps[6:]) == {server_mod._REPLY_BURST} and len(steps) == 6 + 28
+    assert set(steps[6:]) == {REPLY_BURST} and len(steps) == 6 + 28
