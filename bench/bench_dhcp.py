@@ -180,12 +180,15 @@ class Rig:
     counter: int = 0
     ipamd_dhcp: tuple[tuple[str, str], ...] = ()  # extra [dhcp] keys (TOML values)
 
-    def psql(self, database: str, sql: str) -> str:
-        done = subprocess.run(
-            ["psql", "-h", str(self.pg.socket_dir), "-p", str(self.pg.port), "-U", PG_USER,
-             "-d", database, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
-            capture_output=True, text=True, timeout=60, check=False,
-        )
+    def psql(self, database: str, sql: str, timeout: float = 60.0) -> str:
+        try:
+            done = subprocess.run(
+                ["psql", "-h", str(self.pg.socket_dir), "-p", str(self.pg.port), "-U", PG_USER,
+                 "-d", database, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
+                capture_output=True, text=True, timeout=timeout, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"psql {sql!r}: no answer within {timeout:.0f} s") from None
         if done.returncode != 0:
             raise BenchError(f"psql {sql!r}: {done.stderr.strip()}")
         return done.stdout.strip()
@@ -210,9 +213,11 @@ class Rig:
         """Seconds until ipamd's lease journal is empty (its deriver caught up with the run):
         one session, looking every 0.1 s."""
         start = time.monotonic()
+        # (The session's own timeout ends the wait; psql's is only the backstop. With psql's
+        # default 60 s it ended first, once, and the exception ended the whole sweep.)
         self.psql(database, f"SET statement_timeout = '{timeout:.0f}s'; "
                   "DO $$ BEGIN WHILE EXISTS (SELECT 1 FROM lease_journal) LOOP "
-                  "PERFORM pg_sleep(0.1); END LOOP; END $$")
+                  "PERFORM pg_sleep(0.1); END LOOP; END $$", timeout=timeout + 15)
         return time.monotonic() - start
 
     def drop_database(self, name: str) -> None:
