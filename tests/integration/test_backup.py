@@ -45,14 +45,13 @@ async def _recreate(admin_dsn: str, name: str) -> None:
 
 
 async def _break_foreign_key(dsn: str) -> None:
-    """A lease pointing at no subnet, slipped past the foreign key: a dump of this replays its
-    data fine and fails only at the very end, when the key is re-created."""
+    """An exclude pointing at no subnet, slipped past the foreign key: a dump of this replays
+    its data fine and fails only at the very end, when the key is re-created."""
     async def go(conn: Any) -> None:
         await conn.execute("SET session_replication_role = replica")
         await conn.execute(
-            """INSERT INTO leases (subnet_id, ip, state, client_key, expires_at)
-               VALUES ('00000000-0000-7000-8000-0000000000ff', '127.77.9.9', 'active',
-                       '\\x01'::bytea, now() + interval '1 hour')""")
+            """INSERT INTO excludes (subnet_id, start_ip, end_ip)
+               VALUES ('00000000-0000-7000-8000-0000000000ff', '127.77.9.9', '127.77.9.9')""")
 
     await run_once(dsn, go)
 
@@ -155,7 +154,7 @@ async def test_backup_wipe_restore_round_trip(pg: Any, dsn: str, nursery: trio.N
     assert code == 0, err
 
     async def drop_bad(conn: Any) -> None:
-        await conn.execute("DELETE FROM leases WHERE ip = '127.77.9.9'")
+        await conn.execute("DELETE FROM excludes WHERE start_ip = '127.77.9.9'")
 
     await run_once(dsn, drop_bad)
     code, _, err = await ipamd(config_file, "restore", str(broken_source))
@@ -167,5 +166,9 @@ async def test_backup_wipe_restore_round_trip(pg: Any, dsn: str, nursery: trio.N
     # The renewal above moved the lease on; everything else is exactly the restored state.
     assert {k: v for k, v in again.items() if "lease" not in k and "history" not in k} == {
         k: v for k, v in before.items() if "lease" not in k and "history" not in k}
-    assert "127.77.9.9" not in {lease["ip"] for lease in again["/leases"]}
+
+    async def bad_rows(conn: Any) -> Any:
+        return await conn.fetchval("SELECT count(*) FROM excludes WHERE start_ip = '127.77.9.9'")
+
+    assert await run_once(dsn, bad_rows) == 0
     sock.close()

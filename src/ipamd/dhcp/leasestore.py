@@ -163,6 +163,12 @@ _ACK = """ack_r AS (
 )"""
 _INSERT = """ins_r AS (
     {rows}
+), ins_subnets AS (
+    -- The batch's subnets, held against deletion until this commits: what a foreign key
+    -- would check for every row, once per subnet (migration 0013). A lease of a subnet
+    -- deleted meanwhile is refused like any other.
+    -- (From the parameter, not from ins_r: a second reader would make ins_r materialised.)
+    SELECT id FROM subnets WHERE id = {subnets} FOR KEY SHARE
 ), inserted AS (
     -- The unique indexes on live leases judge: a refused row is simply not returned.
     -- (An Offer wrote nothing: another node may have granted the address since.)
@@ -171,7 +177,8 @@ _INSERT = """ins_r AS (
     SELECT subnet_id, ZERO + ip, state, client_key, mac::macaddr, client_id, duid,
            hostname, fqdn, circuit_id, remote_id, ZERO + giaddr, now(),
            now() + make_interval(secs => seconds)
-    FROM ins_r ORDER BY subnet_id, ip
+    FROM ins_r WHERE subnet_id = ANY (ARRAY(SELECT id FROM ins_subnets))  -- no join: a filter
+    ORDER BY subnet_id, ip
     ON CONFLICT DO NOTHING
     RETURNING *, CASE WHEN state = 'active' THEN 'granted' ELSE 'declined' END AS event
 )"""
@@ -225,7 +232,9 @@ def _main_sql(present: tuple[bool, bool, bool], lone: bool = False) -> str:
     for (text, columns, output), wanted in zip(_PARTS, present, strict=True):
         if not wanted:
             continue
-        ctes.append(text.format(rows=_rows_sql(columns, param, lone)))
+        # The part's subnet_id parameter (after ``i``), for the insert's subnet lock.
+        subnets = f"${param + 1}::uuid" if lone else f"ANY(${param + 1}::uuid[])"
+        ctes.append(text.format(rows=_rows_sql(columns, param, lone), subnets=subnets))
         param += len(columns) + 1
         outputs.append(output)
     sql = "WITH " + ",\n".join(ctes)

@@ -299,6 +299,9 @@ async def update(
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID) -> None:
+    # FOR UPDATE before counting: a DHCP grant holds its subnet FOR KEY SHARE until it commits
+    # (leases have no foreign key, migration 0013), so the count below sees it, or the grant,
+    # coming after this delete, finds no subnet and is refused.
     current = await one(
         conn, f"SELECT {COLUMNS} FROM subnets WHERE id = $1 FOR UPDATE", subnet_id, "subnet"
     )

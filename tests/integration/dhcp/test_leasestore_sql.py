@@ -4,6 +4,7 @@ are the ones an earlier version wrote, which this one still honours.)"""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -11,9 +12,11 @@ import pytest
 import trio
 
 from ipamd.core import lease_events
+from ipamd.core.errors import Conflict
 from ipamd.db.bridge import Database
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.leasestore import Op, OpKind, expire_batch
+from ipamd.ipam import subnets
 from tests.integration.dhcp.harness import seed_subnet
 from tests.unit.dhcp.packets import ip
 
@@ -321,3 +324,80 @@ async def test_a_backlog_is_derived_in_index_ranges_not_a_rescan_per_row(
     assert read <= 3 * backlog, read  # the rescanning plan read ~2.5 million
     assert await _raw(db, "SELECT count(*) FROM lease_journal") == backlog - batch
     assert await db.run(lease_events.derive_all) == backlog - batch
+
+
+# ---------------------------------------------------------------- a new lease's subnet
+# The grant statement holds its subnets FOR KEY SHARE instead of a foreign key checking every
+# row (migration 0013); a subnet is deleted only after FOR UPDATE found no live lease in it.
+
+
+@pytest.fixture
+async def bare_subnet(db: Database) -> uuid.UUID:
+    """A subnet with nothing in it, so that it may be deleted."""
+    async def seed(conn) -> Any:
+        return (await seed_subnet(conn, "127.78.0.0/16", gateway=None))["subnet_id"]
+
+    return await db.transaction(seed)
+
+
+async def _orphans(db: Database) -> int:
+    return await _raw(db, "SELECT count(*) FROM leases l "
+                          "WHERE NOT EXISTS (SELECT 1 FROM subnets s WHERE s.id = l.subnet_id)")
+
+
+async def _until(flag: list[bool]) -> None:
+    with trio.fail_after(10):
+        while not flag:
+            await trio.sleep(0.01)
+
+
+async def test_a_lease_of_a_missing_subnet_is_refused_alone(db: Database,
+                                                            subnet: uuid.UUID) -> None:
+    """Its batch goes on (a foreign key would have failed the whole batch)."""
+    gone, fine = await _commit(db, _op(OpKind.INSERT, uuid.uuid4(), "127.77.1.10", b"client-a"),
+                               _op(OpKind.INSERT, subnet, "127.77.1.11", b"client-b"))
+    assert fine.ok and fine.event == "granted"
+    assert not gone.ok and gone.lease_id is None and gone.refreshed == []
+    (lone,) = await _commit(db, _op(OpKind.INSERT, uuid.uuid4(), "127.77.1.12", b"client-c"))
+    assert not lone.ok  # the one-row form of the statement too
+    assert await _raw(db, "SELECT count(*) FROM leases") == 1
+    assert await _orphans(db) == 0
+
+
+async def test_a_grant_behind_a_subnet_delete_is_refused(db: Database,
+                                                         bare_subnet: uuid.UUID) -> None:
+    deleted: list[bool] = []
+
+    async def delete(conn) -> None:
+        await subnets.delete(conn, "test", bare_subnet)
+        deleted.append(True)
+        await asyncio.sleep(0.3)  # the grant queues behind this transaction's lock
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.transaction, delete)
+        await _until(deleted)
+        (grant,) = await _commit(db, _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"late"))
+    assert not grant.ok and grant.refreshed == []
+    assert await _raw(db, "SELECT count(*) FROM leases") == 0
+    assert await _orphans(db) == 0
+
+
+async def test_a_subnet_delete_behind_a_grant_sees_the_lease(db: Database,
+                                                             bare_subnet: uuid.UUID) -> None:
+    granted: list[Op] = []
+
+    async def grant(conn) -> None:
+        op = _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"early")
+        await leasestore.commit(conn, [op])
+        granted.append(op)
+        await asyncio.sleep(0.3)  # the delete queues behind this transaction's lock
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.transaction, grant)
+        await _until(granted)
+        with pytest.raises(Conflict, match="live lease"):
+            await db.transaction(subnets.delete, "test", bare_subnet)
+    assert granted[0].ok
+    assert await _raw(db, "SELECT count(*) FROM subnets WHERE id = "
+                          f"'{bare_subnet}'") == 1
+    assert await _orphans(db) == 0
