@@ -325,8 +325,13 @@ async def _main(conn: asyncpg.Connection, ops: list[Op]) -> None:
     for part, names in ((ends, _END_FIELDS), (acks, _ACK_FIELDS), (inserts, _INSERT_FIELDS)):
         if part:
             columns = _columns(part, names)
-            # A lone op: its values themselves (see _rows_sql).
-            args += [column[0] for column in columns] if len(ops) == 1 else columns
+            if len(ops) == 1:  # a lone op: its values themselves (see _rows_sql)
+                args += [column[0] for column in columns]
+            else:
+                # A column with no value in the batch (say, no relay sent option 82) goes as
+                # NULL: unnest pads it with NULLs, and asyncpg need not look at each element.
+                args += [None if column.count(None) == len(column) else column
+                         for column in columns]
     rows = await conn.fetch(_main_sql((bool(ends), bool(acks), bool(inserts)), len(ops) == 1),
                             *args)
     by_key = {(op.subnet_id, op.ip, op.client_key): i for i, op in inserts} if inserts else {}

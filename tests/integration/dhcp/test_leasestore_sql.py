@@ -401,3 +401,21 @@ async def test_a_subnet_delete_behind_a_grant_sees_the_lease(db: Database,
     assert await _raw(db, "SELECT count(*) FROM subnets WHERE id = "
                           f"'{bare_subnet}'") == 1
     assert await _orphans(db) == 0
+
+
+async def test_a_batch_keeps_each_ops_values_with_columns_empty_or_partly_set(
+        db: Database, subnet: uuid.UUID) -> None:
+    """A column no op of the batch fills goes as NULL (unnest pads it): the rows are the same."""
+    relayed = _op(OpKind.INSERT, subnet, "127.77.1.30", b"client-r", hostname="pc-r",
+                  circuit_id=b"port-7", remote_id=b"sw-1", giaddr=ip("127.77.0.1"))
+    plain = _op(OpKind.INSERT, subnet, "127.77.1.31", b"client-p")
+    await _commit(db, relayed, plain)
+    assert relayed.ok and plain.ok
+    rows = await _q(db, "SELECT host(ip) AS ip, hostname, circuit_id, remote_id, fqdn, duid, "
+                        "client_id, host(giaddr) AS giaddr FROM leases ORDER BY ip")
+    assert rows == [
+        {"ip": "127.77.1.30", "hostname": "pc-r", "circuit_id": b"port-7", "remote_id": b"sw-1",
+         "fqdn": None, "duid": None, "client_id": None, "giaddr": "127.77.0.1"},
+        {"ip": "127.77.1.31", "hostname": None, "circuit_id": None, "remote_id": None,
+         "fqdn": None, "duid": None, "client_id": None, "giaddr": None},
+    ]
