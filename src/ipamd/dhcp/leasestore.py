@@ -13,7 +13,8 @@ Asyncio side, called through the bridge (one crossing per unit). Every change wr
 outbox event are derived from the journal afterwards, many changes at a time, so a DHCP
 Ack waits for its own commit only. The unique indexes on live leases judge every new lease:
 a refused insert is reported back with the rows that refused it, so the caller can pick
-again.
+again. A batch's grants hold their subnets FOR KEY SHARE until they commit (leases have no
+foreign key: one check per statement, not per row), so a subnet being deleted refuses them.
 """
 
 from __future__ import annotations
