@@ -345,10 +345,22 @@ async def _orphans(db: Database) -> int:
                           "WHERE NOT EXISTS (SELECT 1 FROM subnets s WHERE s.id = l.subnet_id)")
 
 
-async def _until(flag: list[bool]) -> None:
-    with trio.fail_after(10):
-        while not flag:
-            await trio.sleep(0.01)
+async def _while_held(db: Database, first: Any, then: Any) -> Any:
+    """``first(conn)`` in a transaction kept open 0.3 s after it is done, and ``then()`` as
+    soon as it is done: what ``then`` does queues behind the locks ``first`` took."""
+    done: list[bool] = []
+
+    async def hold(conn: Any) -> None:
+        await first(conn)
+        done.append(True)
+        await asyncio.sleep(0.3)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.transaction, hold)
+        with trio.fail_after(10):
+            while not done:
+                await trio.sleep(0.01)
+        return await then()
 
 
 async def test_a_lease_of_a_missing_subnet_is_refused_alone(db: Database,
@@ -366,17 +378,9 @@ async def test_a_lease_of_a_missing_subnet_is_refused_alone(db: Database,
 
 async def test_a_grant_behind_a_subnet_delete_is_refused(db: Database,
                                                          bare_subnet: uuid.UUID) -> None:
-    deleted: list[bool] = []
-
-    async def delete(conn) -> None:
-        await subnets.delete(conn, "test", bare_subnet)
-        deleted.append(True)
-        await asyncio.sleep(0.3)  # the grant queues behind this transaction's lock
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(db.transaction, delete)
-        await _until(deleted)
-        (grant,) = await _commit(db, _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"late"))
+    grant = _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"late")
+    await _while_held(db, lambda conn: subnets.delete(conn, "test", bare_subnet),
+                      lambda: _commit(db, grant))
     assert not grant.ok and grant.refreshed == []
     assert await _raw(db, "SELECT count(*) FROM leases") == 0
     assert await _orphans(db) == 0
@@ -384,20 +388,18 @@ async def test_a_grant_behind_a_subnet_delete_is_refused(db: Database,
 
 async def test_a_subnet_delete_behind_a_grant_sees_the_lease(db: Database,
                                                              bare_subnet: uuid.UUID) -> None:
-    granted: list[Op] = []
+    grant = _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"early")
 
-    async def grant(conn) -> None:
-        op = _op(OpKind.INSERT, bare_subnet, "127.78.1.10", b"early")
-        await leasestore.commit(conn, [op])
-        granted.append(op)
-        await asyncio.sleep(0.3)  # the delete queues behind this transaction's lock
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(db.transaction, grant)
-        await _until(granted)
-        with pytest.raises(Conflict, match="live lease"):
+    async def delete() -> Conflict | None:
+        try:
             await db.transaction(subnets.delete, "test", bare_subnet)
-    assert granted[0].ok
+        except Conflict as refused:
+            return refused
+        return None
+
+    refused = await _while_held(db, lambda conn: leasestore.commit(conn, [grant]), delete)
+    assert refused is not None and "live lease" in str(refused)
+    assert grant.ok
     assert await _raw(db, "SELECT count(*) FROM subnets WHERE id = "
                           f"'{bare_subnet}'") == 1
     assert await _orphans(db) == 0
