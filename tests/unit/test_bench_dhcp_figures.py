@@ -75,3 +75,14 @@ def test_cpu_of_this_process_grows_with_work() -> None:
     server, database = meter.seconds()
     assert server > 0
     assert database == 0
+
+
+def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:
+    from bench_dhcp import Result, latency_summary
+
+    ipamd = Result("ipamd", 1000, dora_per_s=999.9, p50_ms=1.2, p99_ms=6.0, cpu_us=800)
+    kept = Result("kea-mem", 1000, dora_per_s=999.9, p50_ms=0.4, p99_ms=0.7, cpu_us=200)
+    behind = Result("kea-pg", 1000, dora_per_s=716.6, p50_ms=164.2, p99_ms=300, cpu_us=950)
+    rows = latency_summary([ipamd, kept, behind], ["kea-pg", "kea-mem", "ipamd"])
+    assert "    ipamd / kea-pg: not comparable, kea-pg achieved 716.6 of 1000/s" in rows
+    assert any(row.startswith("    ipamd / kea-mem: p50 3.00x") for row in rows)
