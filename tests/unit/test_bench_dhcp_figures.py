@@ -1,5 +1,6 @@
 """The DHCP bench's own figures (bench/dhcp_figures.py): DORA latencies paired from
-perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU."""
+perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU; and which
+latencies its summary compares (bench/bench_dhcp.py)."""
 
 from __future__ import annotations
 
