@@ -6,11 +6,13 @@ on 10.77.0.1; namespace ``rly`` holds perfdhcp on 10.77.0.2, which acts as a rel
 every packet carries giaddr 10.77.0.2 and replies come back to it on port 67). One veth pair
 joins them, so every packet crosses a real link. Leases come from 10.77.0.0/16.
 
-Servers, in this order so the peer figures exist early:
+Servers:
   kea-pg     kea-dhcp4 with its PostgreSQL lease backend (single-threaded, Kea's default)
   kea-mem    kea-dhcp4 with memfile (persisted CSV)
   ipamd      the appliance (`python -m ipamd run`), leases in PostgreSQL
   (kea-pg-mt: Kea PostgreSQL with 4 threads, on request with --servers)
+The sweep goes rate by rate, every server at a rate before the next rate (sweep_order), so
+the figures compared at one rate were taken minutes apart at most.
 Each (server, rate) runs on a fresh lease store: a new database (Kea's schema through
 `kea-admin db-init pgsql`; ipamd's by its own migrations, plan through its API) or a new
 lease file. Both PostgreSQL servers use one private, durable cluster (fsync on) started here.
@@ -545,6 +547,21 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def sweep_order(servers: list[str], rates: list[int]) -> list[tuple[str, int]]:
+    """Every (server, rate), rate by rate, each rate starting one server later than the last.
+
+    Rate by rate, so the servers compared at a rate run within a minute of each other: this
+    VM has slow phases (host steal) lasting minutes, and a server-by-server sweep once gave
+    one server a phase with 25 % steal and the other none. The rotation spreads what a run
+    leaves behind (a PostgreSQL checkpoint after a database-heavy run, a warm page cache)
+    over every server instead of always over the same next one."""
+    order: list[tuple[str, int]] = []
+    for i, rate in enumerate(rates):
+        turn = i % len(servers) if servers else 0
+        order += [(server, rate) for server in servers[turn:] + servers[:turn]]
+    return order
+
+
 def ceiling(results: list[Result], server: str) -> Result | None:
     """The server's ceiling in the sweep: its highest achieved rate with at most 1% drops."""
     return best_clean(results, server, 1.0)
@@ -745,17 +762,20 @@ def main(argv: list[str] | None = None) -> int:
                       pg_proc=pg_proc, kea_severity=args.kea_log,
                       ipamd_dhcp=args.ipamd_dhcp_pairs)
             template = ipamd_template(rig) if "ipamd" in args.server_list else None
+            silent: set[str] = set()
+            for server, rate in sweep_order(args.server_list, args.rate_list):
+                if server in silent:
+                    continue
+                try:
+                    result = measure(rig, server, rate, args, template)
+                except BenchError as error:
+                    result = Result(server, rate, note=str(error)[:300])
+                results.append(result)
+                report(result)
+                if result.dora_per_s is None and "no DHCP answer" in result.note:
+                    print(f"  {server}: not answering; skipping its other rates", flush=True)
+                    silent.add(server)
             for server in args.server_list:
-                for rate in args.rate_list:
-                    try:
-                        result = measure(rig, server, rate, args, template)
-                    except BenchError as error:
-                        result = Result(server, rate, note=str(error)[:300])
-                    results.append(result)
-                    report(result)
-                    if result.dora_per_s is None and "no DHCP answer" in result.note:
-                        print(f"  {server}: not answering; skipping its other rates", flush=True)
-                        break
                 top = ceiling(results, server) if args.overload else None
                 if top is not None and top.dora_per_s:
                     rate = min(round(2 * top.dora_per_s), 50_000)

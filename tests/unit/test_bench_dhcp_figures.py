@@ -1,6 +1,6 @@
 """The DHCP bench's own figures (bench/dhcp_figures.py): DORA latencies paired from
 perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU; and which
-latencies its summary compares (bench/bench_dhcp.py)."""
+latencies its summary compares and the order of its sweep (bench/bench_dhcp.py)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,17 @@ def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:
     rows = latency_summary([ipamd, kept, behind], ["kea-pg", "kea-mem", "ipamd"])
     assert "    ipamd / kea-pg: not comparable, kea-pg achieved 716.6 of 1000/s" in rows
     assert any(row.startswith("    ipamd / kea-mem: p50 3.00x") for row in rows)
+
+
+def test_the_sweep_goes_rate_by_rate_each_rate_starting_one_server_later() -> None:
+    from bench_dhcp import sweep_order
+
+    order = sweep_order(["kea-pg", "kea-mem", "ipamd"], [200, 1000, 5000, 7000])
+    assert order == [
+        ("kea-pg", 200), ("kea-mem", 200), ("ipamd", 200),
+        ("kea-mem", 1000), ("ipamd", 1000), ("kea-pg", 1000),
+        ("ipamd", 5000), ("kea-pg", 5000), ("kea-mem", 5000),
+        ("kea-pg", 7000), ("kea-mem", 7000), ("ipamd", 7000),
+    ]
+    assert sweep_order(["ipamd"], [200, 500]) == [("ipamd", 200), ("ipamd", 500)]
+    assert sweep_order([], [200]) == []
