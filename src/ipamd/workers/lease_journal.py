@@ -42,13 +42,18 @@ RETRY_SECONDS = 1.0  # after a failed derive (the database is down, say)
 LISTEN_RETRY_SECONDS = 2.0
 
 
-async def derive_pending(state: AppState) -> int:
-    """Derive until the journal is empty (as far as this statement sees it)."""
+async def derive_pending(state: AppState, holding: Callable[[], bool] = never) -> int:
+    """Derive until the journal is empty (as far as this statement sees it), or until a
+    storm begins (``holding``, StormHold.holding): a derivation that started in a lull must
+    not go on for seconds beside the storm (the rest follows once it is held no more)."""
     total = 0
     while True:
-        moved = await state.db.run(derive)
+        moved = await state.db.run(derive, DERIVE_BATCH)
         total += moved
         if moved < DERIVE_BATCH:
+            return total
+        if holding():
+            state.lease_journal.written()  # more is waiting: the next round takes it
             return total
         await trio.lowlevel.checkpoint()
 
@@ -86,7 +91,7 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None],
             await trio.sleep(GATHER_SECONDS)
             await storm.wait()
             try:
-                await derive_pending(state)
+                await derive_pending(state, storm.holding)
             except DB_ERRORS as error:
                 log_failure(throttle, error, "lease journal derive failed: %s: %s",
                             error.__class__.__name__, error)

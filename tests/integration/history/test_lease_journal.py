@@ -112,3 +112,26 @@ async def test_deriver_holds_off_while_dhcp_is_at_its_ceiling(
         assert (await _until_derived(db, 2))["journal"] == 0
         assert storm["on"]
         nursery.cancel_scope.cancel()
+
+
+async def test_a_derivation_begun_in_a_lull_stops_at_the_next_statement_once_a_storm_is_on(
+        db: Database, dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease_journal, "DERIVE_BATCH", 2)  # rows per derive statement
+    subnet = await _subnet(db)
+    for n in range(5):
+        await _grant(db, subnet, f"127.77.1.{20 + n}", b"lull-%d" % n)
+    state = AppState(config=make_config(dsn), db=db)
+    looks: list[bool] = []
+
+    def storm_on() -> bool:  # a storm began while the first statement ran
+        looks.append(True)
+        return True
+
+    assert await lease_journal.derive_pending(state, storm_on) == 2
+    assert looks == [True]  # asked once, after the first full statement
+    assert (await _counts(db))["journal"] == 3
+    with trio.fail_after(1):
+        await state.lease_journal.wait()  # the rest is left marked as waiting
+    # Calm again: the rest goes, two a statement, without asking whether to stop at the end.
+    assert await lease_journal.derive_pending(state, lambda: False) == 3
+    assert await _counts(db) == {"journal": 0, "history": 5, "intervals": 5, "events": 5}
