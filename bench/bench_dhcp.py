@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
-from dhcp_figures import CpuMeter, dora_latencies, percentile  # noqa: E402
+from dhcp_figures import CpuMeter, dora_latencies, percentile, server_figures  # noqa: E402
 from machine import StealMeter  # noqa: E402
 from tests.support import netns  # noqa: E402
 
@@ -101,6 +101,11 @@ class Result:
     # and events; held back while the DHCP server was at its ceiling). The CPU figures
     # include that work.
     derived_after_s: float | None = None
+    # ipamd: packets it dropped on purpose, by reason (overload: a Discover shed while packets
+    # waited past dhcp.overload_wait_ms; stale: ...), and its slowest group commit's bucket
+    # (s): tells a server that shed under a stalled commit from a client that fell behind.
+    server_drops: dict[str, int] = field(default_factory=dict)
+    slowest_commit_s: float | None = None
     note: str = ""
 
     @property
@@ -227,6 +232,16 @@ class Rig:
                   "DO $$ BEGIN WHILE EXISTS (SELECT 1 FROM lease_journal) LOOP "
                   "PERFORM pg_sleep(0.1); END LOOP; END $$", timeout=timeout + 15)
         return time.monotonic() - start
+
+    def ipamd_figures(self) -> tuple[dict[str, int], float | None]:
+        """ipamd's own drop counters and slowest commit (``server_figures``), from its
+        /metrics on the loopback face; nothing when it does not answer."""
+        try:
+            with netns.inside(self.srv):
+                text = httpx.get(f"http://127.0.0.1:{API_PORT}/api/v1/metrics", timeout=10).text
+        except httpx.HTTPError:
+            return {}, None
+        return server_figures(text)
 
     def drop_database(self, name: str) -> None:
         with contextlib.suppress(BenchError):
@@ -491,7 +506,9 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         # The run's history rows and events are part of its cost: ipamd holds them back
         # while at its ceiling and derives them after, within the CPU measured here.
         derived_after: float | None = None
+        figures: tuple[dict[str, int], float | None] = ({}, None)
         if server == "ipamd":
+            figures = rig.ipamd_figures()
             try:
                 derived_after = rig.journal_derived(database)
             except BenchError:
@@ -512,6 +529,8 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         result.note = "history+events NOT derived within 120 s (CPU incomplete)"
     elif derived_after is not None and derived_after >= 0.5:
         result.note = f"history+events derived {derived_after:.1f} s after (in CPU)"
+    result.server_drops, result.slowest_commit_s = figures
+    result.note = "; ".join(filter(None, (result.note, server_note(result))))
     acks = round((result.dora_per_s or 0) * args.period)
     if acks:
         result.cpu_us = round(sum(cpu) / acks * 1e6, 1)
@@ -545,6 +564,17 @@ def fmt(value: float | None, digits: int = 0) -> str:
 
 def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
+
+
+def server_note(r: Result) -> str:
+    """What ipamd says it dropped, with its slowest commit when it shed anything."""
+    if not r.server_drops:
+        return ""
+    dropped = ", ".join(f"{reason} {n}" for reason, n in sorted(r.server_drops.items()))
+    slowest = ("" if r.slowest_commit_s is None else
+               "; slowest commit beyond the largest bucket" if r.slowest_commit_s == math.inf
+               else f"; slowest commit <= {r.slowest_commit_s:g} s")
+    return f"ipamd dropped: {dropped}{slowest}"
 
 
 def sweep_order(servers: list[str], rates: list[int]) -> list[tuple[str, int]]:

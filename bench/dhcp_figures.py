@@ -62,6 +62,28 @@ def percentile(values: list[float], q: float) -> float | None:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+_METRIC = re.compile(r'^(ipamd_dhcp_drops_total|ipamd_dhcp_commit_duration_seconds_bucket)'
+                     r'\{(?:reason|le)="([^"]+)"\} ([0-9.e+-]+)$', re.MULTILINE)
+
+
+def server_figures(metrics: str) -> tuple[dict[str, int], float | None]:
+    """From ipamd's /metrics text: the packets it dropped by reason (nonzero only), and the
+    upper bound of its slowest group commit (the smallest histogram bucket holding all of
+    them; inf when one took longer than the largest bucket; None without commits)."""
+    drops: dict[str, int] = {}
+    buckets: list[tuple[float, float]] = []
+    for name, label, value in _METRIC.findall(metrics):
+        if name == "ipamd_dhcp_drops_total":
+            if float(value):
+                drops[label] = int(float(value))
+        else:
+            buckets.append((math.inf if label == "+Inf" else float(label), float(value)))
+    buckets.sort()
+    total = buckets[-1][1] if buckets else 0.0
+    slowest = next((le for le, count in buckets if count >= total), None) if total else None
+    return drops, slowest
+
+
 def _stat(pid: int) -> list[str] | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()

@@ -1,9 +1,11 @@
 """The DHCP bench's own figures (bench/dhcp_figures.py): DORA latencies paired from
 perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU; and which
-latencies its summary compares and the order of its sweep (bench/bench_dhcp.py)."""
+latencies its summary compares, the order of its sweep and what ipamd says it dropped
+(bench/bench_dhcp.py)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -101,3 +103,29 @@ def test_the_sweep_goes_rate_by_rate_each_rate_starting_one_server_later() -> No
     ]
     assert sweep_order(["ipamd"], [200, 500]) == [("ipamd", 200), ("ipamd", 500)]
     assert sweep_order([], [200]) == []
+
+
+def test_what_ipamd_says_it_dropped_and_its_slowest_commit() -> None:
+    from bench_dhcp import Result, server_note
+    from dhcp_figures import server_figures
+
+    metrics = "\n".join([
+        "# TYPE ipamd_dhcp_drops counter",
+        'ipamd_dhcp_drops_total{reason="overload"} 3681.0',
+        'ipamd_dhcp_drops_total{reason="stale"} 0.0',
+        'ipamd_dhcp_commit_duration_seconds_bucket{le="0.1"} 5266.0',
+        'ipamd_dhcp_commit_duration_seconds_bucket{le="1.0"} 5268.0',
+        'ipamd_dhcp_commit_duration_seconds_bucket{le="0.25"} 5267.0',
+        'ipamd_dhcp_commit_duration_seconds_bucket{le="+Inf"} 5268.0',
+        "ipamd_dhcp_commit_duration_seconds_count 5268.0",
+    ])
+    drops, slowest = server_figures(metrics)
+    assert drops == {"overload": 3681}  # the zero reason left out
+    assert slowest == 1.0  # the smallest bucket holding every commit, whatever the order
+    result = Result("ipamd", 6000, server_drops=drops, slowest_commit_s=slowest)
+    assert server_note(result) == "ipamd dropped: overload 3681; slowest commit <= 1 s"
+    assert server_note(Result("ipamd", 6000)) == ""
+    beyond = 'ipamd_dhcp_commit_duration_seconds_bucket{le="10.0"} 1.0\n' \
+             'ipamd_dhcp_commit_duration_seconds_bucket{le="+Inf"} 2.0'
+    assert server_figures(beyond) == ({}, math.inf)
+    assert server_figures("") == ({}, None)
