@@ -102,8 +102,9 @@ class Result:
     # include that work.
     derived_after_s: float | None = None
     # ipamd: packets it dropped on purpose, by reason (overload: a Discover shed while packets
-    # waited past dhcp.overload_wait_ms; stale: ...), and its slowest group commit's bucket
-    # (s): tells a server that shed under a stalled commit from a client that fell behind.
+    # waited past dhcp.overload_wait_ms; stale: one that waited past dhcp.stale_wait_ms), and
+    # its slowest group commit's histogram bucket (s): tells a server that shed under a
+    # stalled commit from a client that fell behind.
     server_drops: dict[str, int] = field(default_factory=dict)
     slowest_commit_s: float | None = None
     note: str = ""
