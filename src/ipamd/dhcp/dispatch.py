@@ -79,7 +79,7 @@ class Dispatch:
     ) -> None:
         self.env = env
         self.counters = counters
-        self.committer = committer  # dhcp.committer.Committer: submit(), waited()
+        self.committer = committer  # dhcp.committer.Committer: submit(), overloaded()
         self.overload_seconds = overload_seconds
         self.stale_seconds = stale_seconds
         self.wake_pacer = wake_pacer
@@ -126,9 +126,10 @@ class Dispatch:
         return False
 
     def overloaded(self, ep: Endpoint, now: float) -> bool:
-        """Have packets waited longer than dhcp.overload_wait_ms, in the socket or for commit?"""
+        """Have packets waited longer than dhcp.overload_wait_ms, in the socket or for commit
+        (a stalled commit's time not counted: committer.Committer.overloaded)?"""
         limit = self.overload_seconds
-        return ep.queue_age > limit or float(self.committer.waited(now)) > limit
+        return ep.queue_age > limit or bool(self.committer.overloaded(now, limit))
 
     def on_datagram(self, data: bytes, host: str, port: int, ep: Endpoint, local: int = 0) -> None:
         """Everything one datagram causes; never raises."""

@@ -125,10 +125,51 @@ def test_ops_go_into_batches_first_come_first_served() -> None:
                       _tx(o.DECLINE, 4.0))
     for tx in (r1, r2, r3, r4):
         committer.submit(tx)
-    assert committer.waited(10.0) == 9.0  # the oldest
+    assert committer.overloaded(10.0, 8.9) and not committer.overloaded(10.0, 9.0)  # r1 9 s
     assert committer._take() == [r1, r2, r3]  # batch_max
     assert committer._take() == [r4]
-    assert committer.queued == 0 and committer.waited(10.0) == 0.0
+    assert committer.queued == 0 and not committer.overloaded(10.0, 0.0)
+
+
+def test_the_time_a_commit_stalled_is_not_counted_as_overload(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One slow WAL flush holds every queued op back without the server being past its
+    ceiling: that time is not counted, for at most half the stale bound. Ops that waited
+    while batches landed in good time are overload."""
+    clock = [100.0]
+    monkeypatch.setattr("ipamd.dhcp.committer.time.monotonic", lambda: clock[0])
+    committer, _ = _committer(stale=2.0)  # a stall is ridden out for at most 1 s
+    committer._flight_since.append(100.0)  # a batch went in at 100.0 and stays there
+    committer.submit(_tx(o.REQUEST, 100.01))
+    assert not committer.overloaded(100.6, 0.5)  # 0.59 s waited, all of it behind the stall
+    clock[0] = 100.7
+    committer._landed(100.0)  # it lands: its stall still counts for the ops behind it
+    assert committer._stalls == [(100.0, 100.7)]
+    assert not committer.overloaded(101.0, 0.5)  # 0.99 s waited, 0.69 of it stalled
+    assert committer.overloaded(101.3, 0.5)  # 0.6 s not stalled
+    committer._take()
+    committer._flight_since.append(101.39)  # the next batch: in and out in 10 ms
+    clock[0] = 101.4
+    committer._landed(101.39)
+    assert committer._stalls == []  # no queued op saw it: forgotten
+
+    # A stall is ridden out for at most half the stale bound.
+    committer._flight_since.append(200.0)
+    committer.submit(_tx(o.REQUEST, 200.0))
+    assert not committer.overloaded(201.4, 0.5)  # 1.4 s waited, 1.0 of it forgiven
+    assert committer.overloaded(201.6, 0.5)
+    committer._flight_since.clear()
+    committer._take()
+
+    # A commit in good time is no stall; a queue that waits behind such commits is overload.
+    committer._flight_since.append(299.97)
+    committer.submit(_tx(o.REQUEST, 299.4))
+    assert committer.overloaded(300.0, 0.5)
+    # Two stalls that overlap (two batches held by one flush) count once.
+    committer._flight_since.clear()
+    committer._stalls = [(299.5, 299.8), (299.6, 299.9)]
+    assert committer.stalled(299.4, 300.0) == pytest.approx(0.4)
+    assert not committer.overloaded(300.0, 0.5)  # 0.6 s waited, 0.4 stalled
 
 
 def test_a_lone_op_is_committed_at_once_a_burst_is_gathered() -> None:
