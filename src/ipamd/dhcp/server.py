@@ -35,14 +35,13 @@ from ipamd.dhcp.leasestats import LeaseStats
 from ipamd.dhcp.plan import Plan
 from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp.relays import TrustedRelays
-from ipamd.dhcp.reply_pacing import Spreading, spread_for
 from ipamd.dhcp.sockets import open_interface, open_listen, split_listen
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp.server")
 
-# The pacer's pause between turns (reply_pacing says how many answers each turn sends).
-# Letting the other tasks run instead of a pause spaces the answers too little.
+# The pacer's wait between bursts of committed answers (dispatch.REPLY_BURST). Letting the
+# other tasks run instead of a gap spaces bursts too little (relays' buffers overflowed).
 _REPLY_GAP = 0.001
 _ERROR_LOG_PER_MINUTE = 10
 
@@ -197,18 +196,10 @@ class DhcpServer:
             self._replies_wake = trio.Event()
             dispatch.pacing = True
             try:
-                replies = dispatch.replies
-                spreading = Spreading(_monotonic(), self._reply_spread(), len(replies))
-                while replies:
+                while dispatch.send_burst():
                     await _pause(_REPLY_GAP)
-                    dispatch.send_some(spreading.due(_monotonic(), len(replies),
-                                                     self._reply_spread()))
             finally:
                 dispatch.pacing = False
-
-    def _reply_spread(self) -> float:
-        # Over about as long as the next batch takes to commit: the last one's duration.
-        return spread_for(self.committer.last_seconds)
 
     def _stale(self, batch: Sequence[Exchange]) -> None:
         """Ops the committer dropped unwritten because they waited too long."""

@@ -16,7 +16,6 @@ import trio.testing
 
 from ipamd.dhcp import dispatch as dispatch_mod
 from ipamd.dhcp import options as o
-from ipamd.dhcp import reply_pacing
 from ipamd.dhcp import server as server_mod
 from ipamd.dhcp.committer import OVERLAP_MAX, Committer
 from ipamd.dhcp.context import Exchange
@@ -302,70 +301,51 @@ def _committed_replies(ep: Any, count: int) -> list[Any]:
     return txs
 
 
-async def _pace(server: Any, monkeypatch: pytest.MonkeyPatch, nursery: Any, ep: Any,
-                pause_seconds: float, joins: dict[int, int] | None = None) -> list[int]:
-    """Run the pacer on a clock that each pause moves on by ``pause_seconds``; returns how
-    many answers had left at each pause. ``joins``: at pause k, n more answers join."""
-    now = [50.0]
-    monkeypatch.setattr(server_mod, "_monotonic", lambda: now[0])
+async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
+        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    server, ep = make_server()
+    server.dispatch.replies.extend(_committed_replies(ep, 5))
+    server.dispatch.send_committed()
+    assert len(ep.sock.sent) == 5 and not server.dispatch.replies
+    # Where the pacer lets the other tasks run: how many answers had left by then.
     seen: list[int] = []
 
     async def pause(seconds: float) -> None:
         assert seconds == server_mod._REPLY_GAP
         seen.append(len(ep.sock.sent))
-        if joins and len(seen) in joins:
-            server.dispatch.replies.extend(_committed_replies(ep, joins[len(seen)]))
-            server.dispatch.send_committed()
-        now[0] += pause_seconds
-        await trio.sleep(0)
+        await trio.sleep(seconds)
 
     monkeypatch.setattr(server_mod, "_pause", pause)
     nursery.start_soon(server._pace_replies)
-    return seen
-
-
-async def test_a_small_batch_is_answered_at_once_a_big_one_over_its_commit_time(
-        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    server, ep = make_server()
-    server.dispatch.replies.extend(_committed_replies(ep, REPLY_BURST))
-    server.dispatch.send_committed()
-    assert len(ep.sock.sent) == REPLY_BURST and not server.dispatch.replies
-    seen = await _pace(server, monkeypatch, nursery, ep, pause_seconds=0.001)
-    server.committer.last_seconds = 0.02  # the batch took 20 ms to commit
     server.dispatch.replies.extend(_committed_replies(ep, 100))
     server.dispatch.send_committed()
-    assert len(ep.sock.sent) == REPLY_BURST  # left to the pacer
+    assert len(ep.sock.sent) == 5  # left to the pacer
     with trio.fail_after(5):
-        while len(ep.sock.sent) < REPLY_BURST + 100:
+        while len(ep.sock.sent) < 105:
             await trio.sleep(0)
-    # 100 answers over 20 ms, a pause of 1 ms between turns: 5 a turn, not 100 at once.
-    steps = [b - a for a, b in zip(seen, [*seen[1:], REPLY_BURST + 100], strict=False)]
-    assert steps == [5] * 20
-    assert server.counters.sent[o.OFFER] == REPLY_BURST + 100
+    burst = REPLY_BURST
+    assert seen == [5 + burst, 5 + 2 * burst, 5 + 3 * burst]  # then the last 4, no pause
+    assert server.counters.sent[o.OFFER] == 105
 
 
-async def test_a_stretched_pause_sends_more_a_turn_and_answers_that_join_extend_the_spread(
+async def test_a_backlog_of_answers_is_caught_up_in_bigger_bursts(
         nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pacing never falls behind: what is due is counted by the clock."""
     server, ep = make_server()
-    server.committer.last_seconds = 0.02
-    # The event loop is busy: each 1 ms pause takes 5 ms. At the 2nd pause, another batch's
-    # 100 answers join: the end moves to 20 ms from then.
-    seen = await _pace(server, monkeypatch, nursery, ep, pause_seconds=0.005, joins={2: 100})
-    server.dispatch.replies.extend(_committed_replies(ep, 100))
+    seen: list[int] = []
+
+    async def pause(seconds: float) -> None:
+        seen.append(len(ep.sock.sent))
+        await trio.sleep(seconds)
+
+    monkeypatch.setattr(server_mod, "_pause", pause)
+    nursery.start_soon(server._pace_replies)
+    server.dispatch.replies.extend(_committed_replies(ep, 2000))
     server.dispatch.send_committed()
     with trio.fail_after(5):
-        while len(ep.sock.sent) < 200:
+        while len(ep.sock.sent) < 2000:
             await trio.sleep(0)
-    steps = [b - a for a, b in zip(seen, [*seen[1:], 200], strict=False)]
-    # 25 (5 of 20 ms), then the 175 waiting over the 25 ms to the new end: 35 each 5 ms.
-    assert steps == [25, 35, 35, 35, 35, 35]
-
-
-def test_the_spread_is_the_last_commit_time_within_bounds() -> None:
-    assert reply_pacing.spread_for(0.0001) == reply_pacing.MIN_SPREAD
-    assert reply_pacing.spread_for(0.015) == 0.015
-    assert reply_pacing.spread_for(1.5) == reply_pacing.MAX_SPREAD
-    spreading = reply_pacing.Spreading(0.0, 0.01, 10)
-    assert spreading.due(0.0, 10, 0.01) == 0  # nothing is due before time has passed
-    assert spreading.due(0.02, 10, 0.01) == 10  # past the end: all of it
+    # An eighth of what waits (2000 // 8 = 250 first), back to the normal burst once no
+    # more than 1024 wait; the last 4 leave without a pause after them.
+    steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
+    assert steps[:6] == [250, 218, 191, 167, 146, 128]
+    assert set(steps[6:]) == {REPLY_BURST} and len(steps) == 6 + 28
