@@ -65,8 +65,10 @@ _GATHER_WINDOWS = 4
 # 1-2 ops, so light-load commits still overlap as before.
 OVERLAP_MAX = 4
 # A batch in the database longer than this is a stall (see the module docstring): a commit
-# under load takes 1-20 ms here, a slow WAL flush 0.1-0.5 s.
-STALL_SECONDS = 0.05
+# under load takes 1-35 ms here (a batch of 256 on a contended machine), a slow WAL flush
+# 0.1-0.5 s. Half the default overload bound: a shorter stall cannot shed on its own, and a
+# server past its ceiling, whose batches merely grow slow, is not mistaken for a stalled one.
+STALL_SECONDS = 0.1
 # Worth one more try: another transaction (another node) crossed ours.
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
