@@ -38,7 +38,6 @@ class Endpoint:
     waited: float = 0.0
     waiting_since: float | None = None
     sample: int = 0  # datagrams until the receive loop next reads an arrival time
-    received: int = 0  # datagrams read from it so far (how many each wake finds)
 
 
 class Exchange:

@@ -118,7 +118,6 @@ class Dispatch:
             except OSError as error:  # e.g. a stray ICMP error reported on the socket
                 log.debug("receive on %s: %s", ep.port, error)
                 return False
-            ep.received += 1
             if ep.queue_age > stale:
                 self.counters.drops["stale"] += 1  # unparsed
                 ep.sample = 0  # and look at the next one too

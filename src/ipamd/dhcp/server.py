@@ -7,9 +7,8 @@ worker tell it about leases they end) and its counters are ``state.counters["dhc
 Per packet (``dispatch``, compiled with the hot path): parse → engine.decide (pure) → either
 a reply now, or an Op queued for the committer; after the batch commit, engine.finish builds
 the reply and it is sent. This module does the waiting: for a socket to be readable or
-writable, for the committer, between bursts of answers; under load, a tick for datagrams
-to gather (``_GATHER_SECONDS``). No task is spawned per packet and the only trio↔asyncio
-crossing is the batch commit.
+writable, for the committer, between bursts of answers. No task is spawned per packet and
+the only trio↔asyncio crossing is the batch commit.
 """
 
 from __future__ import annotations
@@ -45,13 +44,6 @@ log = logging.getLogger("ipamd.dhcp.server")
 # other tasks run instead of a gap spaces bursts too little (relays' buffers overflowed).
 _REPLY_GAP = 0.001
 _ERROR_LOG_PER_MINUTE = 10
-# Under load the receive loop, once its socket is empty, sleeps a tick instead of waiting to
-# be woken: at 8,000 DORA/s a wake found ~3 datagrams, and each wake costs the event loop's
-# round and two system calls. It gathers while each wake or tick finds _GATHER_MIN or more
-# (from ~2,000 DORA/s up); fewer, and it waits for the next datagram again, so light load
-# is answered at once. A datagram waits at most a tick more.
-_GATHER_SECONDS = 0.001
-_GATHER_MIN = 4
 
 _monotonic = time.monotonic
 _pause = trio.sleep
@@ -168,20 +160,15 @@ class DhcpServer:
         checkpoint = trio.lowlevel.checkpoint
         sock = ep.sock
         while True:
-            woke_with = ep.received
-            while not drain(ep):  # until the socket is empty
+            if drain(ep):  # the socket is empty
+                ep.waiting_since = since = _monotonic()
+                try:
+                    await wait(sock)
+                finally:
+                    ep.waited += _monotonic() - since
+                    ep.waiting_since = None
+            else:
                 await checkpoint()
-            if ep.received - woke_with >= _GATHER_MIN:
-                # Datagrams come faster than a tick apart: let the next ones gather for a
-                # tick rather than wake for each few. Not idle time (see receiving_seconds).
-                await _pause(_GATHER_SECONDS)
-                continue
-            ep.waiting_since = since = _monotonic()
-            try:
-                await wait(sock)
-            finally:
-                ep.waited += _monotonic() - since
-                ep.waiting_since = None
 
     # ------------------------------------------------------------------ after commit
 
@@ -266,8 +253,7 @@ class DhcpServer:
         return self.committer.saturated_seconds()
 
     def receiving_seconds(self) -> float:
-        """Seconds so far the busiest socket's receive loop never waited for a packet (a
-        tick it slept for datagrams to gather counts: they came faster than a tick apart)."""
+        """Seconds so far the busiest socket's receive loop never waited for a packet."""
         now = _monotonic()
         return max((now - self._started - ep.waited
                     - (now - ep.waiting_since if ep.waiting_since is not None else 0.0)

@@ -6,19 +6,14 @@ end as an internal error (a bug) — every packet is answered, queued or dropped
 
 from __future__ import annotations
 
-import socket
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-import pytest
-import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipamd.config import parse as parse_config
 from ipamd.dhcp import options as o
-from ipamd.dhcp import server as server_module
 from ipamd.dhcp.codec import parse
 from ipamd.dhcp.context import Endpoint
 from ipamd.dhcp.counters import DhcpCounters
@@ -177,45 +172,3 @@ def test_every_drop_reason_is_known() -> None:
             server.on_datagram(data, src, 67, ep)
     unknown: set[Any] = set(server.counters.drops) - DROP_REASONS - o.REASONS
     assert not unknown
-
-
-async def test_the_receive_loop_gathers_a_tick_only_while_datagrams_come_in_numbers(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A wake that finds a datagram or three is followed by a wait for the next one (light
-    load answered at once); a wake that finds _GATHER_MIN or more, by a tick's sleep (fewer
-    wakes under load); a tick that finds fewer ends the gathering. Real UDP on loopback;
-    the datagrams are junk, so nothing is sent back."""
-    server, _ = make_server()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    with sock, sender:
-        sock.bind(("127.0.0.1", 0))
-        sock.setblocking(False)
-        ep = Endpoint(sock=sock, local_ip=ip("127.0.0.1"), port=sock.getsockname()[1])
-        ticks: list[float] = []
-
-        async def tick(seconds: float) -> None:
-            ticks.append(seconds)
-            await trio.sleep(seconds)
-
-        monkeypatch.setattr(server_module, "_pause", tick)
-
-        async def until(done: Callable[[], bool]) -> None:
-            with trio.fail_after(5):
-                while not done():
-                    await trio.sleep(0.001)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server._receive, ep)
-            for n in range(1, 4):  # one at a time: each wake finds one
-                sender.sendto(b"junk", sock.getsockname())
-                await until(lambda n=n: ep.received == n and ep.waiting_since is not None)
-            assert ticks == []
-            for _ in range(server_module._GATHER_MIN + 2):  # all there before the loop runs
-                sender.sendto(b"junk", sock.getsockname())
-            await until(lambda: ep.received == 3 + server_module._GATHER_MIN + 2)
-            # One tick, which found nothing more: back to waiting for a datagram.
-            await until(lambda: ep.waiting_since is not None)
-            assert ticks == [server_module._GATHER_SECONDS]
-            assert server.counters.drops["too_short"] == ep.received
-            nursery.cancel_scope.cancel()
