@@ -28,7 +28,7 @@ from pathlib import Path
 # the server's synchronous per-packet part is ``dispatch``.
 HOT_PATH = (
     "accept", "classify", "codec", "context", "destination", "dispatch", "engine", "freepool",
-    "identity", "leasecache", "options", "plan", "relay_agent", "relays", "reply",
+    "identity", "leasecache", "options", "outgoing", "plan", "relay_agent", "relays", "reply",
     "subnet_select",
 )
 PACKAGE = "ipamd.dhcp"

@@ -38,6 +38,7 @@ class Endpoint:
     waited: float = 0.0
     waiting_since: float | None = None
     sample: int = 0  # datagrams until the receive loop next reads an arrival time
+    gso: bool = True  # answers may leave several to a send (outgoing.py); off once refused
 
 
 class Exchange:

@@ -10,7 +10,9 @@ writable, the committer's tasks, the pacing of answers — and calls in here:
   committer (``submit``);
 * ``committed``: after a batch's commit, ``engine.finish`` builds each answer; they are
   sent at once when few, else queued for the server's pacer (``send_burst``);
-* ``send``: one answer out; a full socket buffer queues it for the server's backlog task.
+* ``send``: one answer queued in ``out`` (``outgoing.Outgoing``), which each of the above
+  sends at its end, several to a send where it can; a full socket buffer queues them for the
+  server's backlog task.
 
 In pure Python this glue's own lines took about an eighth of the DHCP process's samples
 (py-spy, 5,000 DORA/s); ``bench/bench_dhcp_engine.py`` measures the path compiled against
@@ -33,6 +35,7 @@ from ipamd.dhcp.destination import BROADCAST
 from ipamd.dhcp.engine import DhcpReply, decide, finish, release_claim
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.options import DISCOVER
+from ipamd.dhcp.outgoing import Outgoing
 from ipamd.dhcp.sockets import ancillary
 
 log = logging.getLogger("ipamd.dhcp.server")
@@ -43,7 +46,6 @@ YIELD_EVERY = 16  # datagrams handled before the receive loop lets other tasks r
 # the datagrams after it. Reading it costs ~4 µs a datagram, hence not on every one.
 SAMPLE_EVERY = 8
 _DISCOVER_HEAD = bytes((53, 1, DISCOVER))  # option 53 first, as nearly every client sends it
-BACKLOG_MAX = 10_000
 # The answers of a committed batch go out REPLY_BURST at a time, the server's pacer waiting
 # between bursts: hundreds sent back to back overflow the receive buffer of a relay (measured
 # with perfdhcp on 2 busy cores: ~1,100 of 8,000 answers a second lost so). A busy event loop
@@ -59,7 +61,6 @@ _monotonic = time.monotonic
 _time = time.time
 
 BusyKey = tuple[uuid.UUID, bytes]
-Backlogged = tuple[Endpoint, bytes, tuple[str, int], int]
 
 
 class Dispatch:
@@ -83,20 +84,25 @@ class Dispatch:
         self.overload_seconds = overload_seconds
         self.stale_seconds = stale_seconds
         self.wake_pacer = wake_pacer
-        self.wake_backlog = wake_backlog
         self.on_error = on_error
         # The client whose op is being committed: its retransmissions meanwhile are dropped.
         self.busy: dict[BusyKey, Exchange] = {}
         self.replies: list[tuple[Exchange, DhcpReply]] = []  # committed, waiting for the pacer
         self.pacing = False  # the pacer is sending: new answers queue behind it
-        self.backlog: list[Backlogged] = []  # answers a full socket buffer refused
+        self.out = Outgoing(counters, wake_backlog)  # answers to send; ``backlog``: refused
 
     # ------------------------------------------------------------------ receive
 
     def drain(self, ep: Endpoint) -> bool:
-        """Handle up to YIELD_EVERY datagrams waiting on ``ep``; True when its socket is
-        empty (the caller waits until it is readable), False when the caller should let
-        other tasks run and call again."""
+        """Handle up to YIELD_EVERY datagrams waiting on ``ep`` and send their answers;
+        True when its socket is empty (the caller waits until it is readable), False when
+        the caller should let other tasks run and call again."""
+        try:
+            return self._drain(ep)
+        finally:
+            self.out.flush()
+
+    def _drain(self, ep: Endpoint) -> bool:
         sock = ep.sock
         stale = self.stale_seconds
         for _ in range(YIELD_EVERY):
@@ -122,7 +128,7 @@ class Dispatch:
                 self.counters.drops["stale"] += 1  # unparsed
                 ep.sample = 0  # and look at the next one too
             else:
-                self.on_datagram(data, addr[0], addr[1], ep, local)
+                self._handle(data, addr[0], addr[1], ep, local)
         return False
 
     def overloaded(self, ep: Endpoint, now: float) -> bool:
@@ -132,7 +138,11 @@ class Dispatch:
         return ep.queue_age > limit or bool(self.committer.overloaded(now, limit))
 
     def on_datagram(self, data: bytes, host: str, port: int, ep: Endpoint, local: int = 0) -> None:
-        """Everything one datagram causes; never raises."""
+        """Everything one datagram causes, its answer sent; never raises."""
+        self._handle(data, host, port, ep, local)
+        self.out.flush()
+
+    def _handle(self, data: bytes, host: str, port: int, ep: Endpoint, local: int) -> None:
         counters = self.counters
         now = _monotonic()
         # Overloaded: new clients wait (they retransmit), clients with an offer are served.
@@ -220,6 +230,7 @@ class Dispatch:
             for tx, reply in self.replies:
                 self.send(tx, reply)
             self.replies.clear()
+            self.out.flush()
         elif self.replies:
             self.wake_pacer()
 
@@ -231,6 +242,7 @@ class Dispatch:
         for tx, reply in replies[:burst]:
             self.send(tx, reply)
         del replies[:burst]
+        self.out.flush()
         return bool(replies)
 
     def stale(self, batch: Sequence[Exchange]) -> None:
@@ -245,23 +257,10 @@ class Dispatch:
     # ------------------------------------------------------------------ send
 
     def send(self, tx: Exchange, reply: DhcpReply) -> None:
+        """Queue one answer; the caller flushes ``out``."""
         ip, port = reply.dest
         ep = tx.endpoint
         if ip == BROADCAST and ep.interface is None:
             # No attached segment to broadcast on: answer where the packet came from.
             ip, port = tx.src_ip, tx.src_port
-        addr = (_inet_ntoa(ip.to_bytes(4, "big")), port)
-        try:
-            ep.sock.sendto(reply.data, addr)
-        except BlockingIOError:
-            if len(self.backlog) >= BACKLOG_MAX:
-                self.counters.drops["send_failed"] += 1
-                return
-            self.backlog.append((ep, reply.data, addr, reply.mtype))
-            self.wake_backlog()
-            return
-        except OSError as error:
-            log.debug("send to %s failed: %s", addr, error)
-            self.counters.drops["send_failed"] += 1
-            return
-        self.counters.sent[reply.mtype] += 1
+        self.out.add(ep, (_inet_ntoa(ip.to_bytes(4, "big")), port), reply.data, reply.mtype)

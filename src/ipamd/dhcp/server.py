@@ -209,7 +209,7 @@ class DhcpServer:
         while True:
             await self._backlog_wake.wait()
             self._backlog_wake = trio.Event()
-            backlog = self.dispatch.backlog
+            backlog = self.dispatch.out.backlog
             while backlog:
                 ep, data, addr, mtype = backlog.pop(0)
                 try:

@@ -309,6 +309,7 @@ async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
     server.dispatch.replies.extend(_committed_replies(ep, 5))
     server.dispatch.send_committed()
     assert len(ep.sock.sent) == 5 and not server.dispatch.replies
+    assert ep.sock.segmented_sends == 1  # one relay, one size: one send for the five
     # Where the pacer lets the other tasks run: how many answers had left by then.
     seen: list[int] = []
 

@@ -6,6 +6,8 @@ end as an internal error (a bug) — every packet is answered, queued or dropped
 
 from __future__ import annotations
 
+import socket
+import sys
 import uuid
 from typing import Any
 
@@ -18,6 +20,7 @@ from ipamd.dhcp.codec import parse
 from ipamd.dhcp.context import Endpoint
 from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.leasecache import Lease, LeaseCache
+from ipamd.dhcp.outgoing import UDP_SEGMENT
 from ipamd.dhcp.server import DhcpServer
 from ipamd.state import AppState
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_plan
@@ -25,12 +28,25 @@ from tests.unit.dhcp.packets import ip, relay_info, request
 
 
 class FakeSocket:
+    """Records each datagram sent; a segmented send (UDP_SEGMENT) is cut as the kernel does."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, tuple[str, int]]] = []
+        self.segmented_sends = 0
 
     def sendto(self, data: bytes, addr: tuple[str, int]) -> int:
         self.sent.append((data, addr))
         return len(data)
+
+    def sendmsg(self, buffers: list[bytes], ancdata: list[tuple[int, int, bytes]], flags: int,
+                addr: tuple[str, int]) -> int:
+        [(level, kind, raw)] = ancdata
+        assert (level, kind, flags) == (socket.IPPROTO_UDP, UDP_SEGMENT, 0)
+        size = int.from_bytes(raw, sys.byteorder)
+        payload = b"".join(buffers)
+        self.sent.extend((payload[at:at + size], addr) for at in range(0, len(payload), size))
+        self.segmented_sends += 1
+        return len(payload)
 
 
 def make_server() -> tuple[DhcpServer, Endpoint]:
