@@ -27,7 +27,7 @@ from ipamd.dhcp.counters import DhcpCounters
 log = logging.getLogger("ipamd.dhcp.server")
 
 UDP_SEGMENT = 103  # <linux/udp.h>; Python 3.11's socket module does not name it
-MAX_SEGMENTS = 64  # UDP_MAX_SEGMENTS before Linux 5.6 (128 since)
+MAX_SEGMENTS = 64  # the kernel's UDP_MAX_SEGMENTS on older kernels (newer ones take 128)
 MAX_PAYLOAD = 65_000  # one segmented send is one UDP payload before cutting (< 65,507)
 BACKLOG_MAX = 10_000
 # What a kernel says when it cannot segment on this socket at all (not about a destination).
