@@ -38,7 +38,6 @@ _ORDER = sys.byteorder
 
 Address = tuple[str, int]
 Answer = tuple[Endpoint, Address, bytes, int]  # where from, where to, the datagram, its type
-Backlogged = tuple[Endpoint, bytes, Address, int]
 
 
 class Outgoing:
@@ -49,7 +48,7 @@ class Outgoing:
         self.counters = counters
         self.wake_backlog = wake_backlog
         self.queued: list[Answer] = []
-        self.backlog: list[Backlogged] = []
+        self.backlog: list[Answer] = []
 
     def add(self, ep: Endpoint, addr: Address, data: bytes, mtype: int) -> None:
         self.queued.append((ep, addr, data, mtype))
@@ -126,6 +125,5 @@ class Outgoing:
         if len(self.backlog) >= BACKLOG_MAX:
             self.counters.drops["send_failed"] += 1
             return
-        ep, addr, data, mtype = answer
-        self.backlog.append((ep, data, addr, mtype))
+        self.backlog.append(answer)
         self.wake_backlog()

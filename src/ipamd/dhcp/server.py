@@ -211,7 +211,7 @@ class DhcpServer:
             self._backlog_wake = trio.Event()
             backlog = self.dispatch.out.backlog
             while backlog:
-                ep, data, addr, mtype = backlog.pop(0)
+                ep, addr, data, mtype = backlog.pop(0)
                 try:
                     await trio.lowlevel.wait_writable(ep.sock)
                     ep.sock.sendto(data, addr)

@@ -136,9 +136,9 @@ def test_a_full_socket_buffer_backlogs_every_answer_within_the_bound() -> None:
         out.add(ep, RELAY_A, _answer(n, 300), o.OFFER)
     out.add(ep, RELAY_B, _answer(9, 300), o.ACK)  # alone: by sendto
     out.flush()
-    assert sorted(out.backlog, key=lambda b: b[1]) == sorted(
-        [(ep, _answer(n, 300), RELAY_A, o.OFFER) for n in range(5)]
-        + [(ep, _answer(9, 300), RELAY_B, o.ACK)], key=lambda b: b[1])
+    assert sorted(out.backlog, key=lambda b: b[2]) == sorted(
+        [(ep, RELAY_A, _answer(n, 300), o.OFFER) for n in range(5)]
+        + [(ep, RELAY_B, _answer(9, 300), o.ACK)], key=lambda b: b[2])
     assert wakes and not out.counters.sent and ep.gso is True
     # Bounded: past BACKLOG_MAX an answer is counted as a failed send.
     out.backlog.extend([out.backlog[0]] * (BACKLOG_MAX - len(out.backlog)))
