@@ -9,6 +9,13 @@ up each op's lease (measured: ~1 ms per batch at 2,000 leases, growing with the 
 The DHCP server knows how fast it adds leases, so it analyzes the table each time it has
 doubled since the last analysis (at least ``min_step`` rows), and once at start when it
 never was. An ANALYZE also makes every session re-plan its cached statements on ``leases``.
+
+These analyses come in the middle of a storm, so they are kept light: only the columns the
+lease store's statements look leases up by, from a sample a tenth of the default's. At
+51,200 leases that took ~4 ms of PostgreSQL CPU instead of ~45 ms for a full ANALYZE
+(measured), and the statements' plans stay index lookups
+(tests/integration/dhcp/test_leasestore_plans.py plans them on exactly these statistics).
+Autovacuum's own ANALYZE still keeps every column's statistics, at full size, in its time.
 """
 
 from __future__ import annotations
@@ -32,8 +39,20 @@ async def table_rows(conn: asyncpg.Connection) -> float:
     return await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'leases'::regclass")
 
 
+# What the lease store's statements (leasestore.py) filter, join and order leases by.
+PLANNED_COLUMNS = ("subnet_id", "ip", "client_key", "state", "expires_at")
+# Rows sampled are 300 times this. Enough for these columns: unique or nearly (addresses,
+# clients, expiry times) or few values (subnets, states). The row count, which decides
+# between an index lookup and a scan, is taken from up to 3,000 of the table's pages
+# (ANALYZE reads one page per row it samples): every page of a table that size or smaller.
+SAMPLE_TARGET = 10
+
+
 async def analyze(conn: asyncpg.Connection) -> float:
-    await conn.execute("ANALYZE leases")
+    """A light ANALYZE (see the module docstring); the planner's row count after it."""
+    async with conn.transaction():
+        await conn.execute(f"SET LOCAL default_statistics_target = {SAMPLE_TARGET}")
+        await conn.execute(f"ANALYZE leases ({', '.join(PLANNED_COLUMNS)})")
     return await table_rows(conn)
 
 

@@ -1,5 +1,5 @@
-"""The batch statements stay point lookups: with the lease table's statistics current (which
-the DHCP server's LeaseStats keeps), the generic plan of every statement shape the committer
+"""The batch statements stay point lookups: with the lease table's statistics as the DHCP
+server's LeaseStats keeps them (its light ANALYZE: a few columns, a small sample), the generic plan of every statement shape the committer
 prepares (a lone op's among them) finds each op's lease through an index, never by reading
 the table or hashing it."""
 
@@ -14,7 +14,7 @@ import trio
 
 from ipamd.db.bridge import Database
 from ipamd.dhcp import leasestore
-from ipamd.dhcp.leasestats import LeaseStats, table_rows
+from ipamd.dhcp.leasestats import PLANNED_COLUMNS, LeaseStats, analyze, table_rows
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.sessions import open_commit_db
 from tests.integration.dhcp.harness import seed_subnet
@@ -84,7 +84,7 @@ async def test_every_statement_shape_looks_leases_up_by_index(db: Database,
     sessions = await open_commit_db(db, 1)
     try:
         async def check(conn: Any) -> list[tuple[str, str]]:
-            await conn.execute("ANALYZE leases")
+            await analyze(conn)
             bad = []
             for sql in _shapes():
                 for node in await _generic_plans(conn, sql):
@@ -124,6 +124,33 @@ async def test_lease_stats_analyze_a_fresh_table_and_again_as_it_doubles(
             while stats.analyses < 3:
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
+
+
+async def test_lease_stats_analyze_only_the_planned_columns_from_a_small_sample(
+        db: Database, subnet: uuid.UUID) -> None:
+    async def no_autovacuum(conn: Any) -> None:  # what pg_stats shows is this analysis only
+        await conn.execute("ALTER TABLE leases SET (autovacuum_enabled = false)")
+
+    await db.run(no_autovacuum)
+    await _fill(db, subnet, LEASES)
+
+    async def analyzed(conn: Any) -> tuple[float, dict[str, Any]]:
+        rows = await analyze(conn)
+        found = await conn.fetch(
+            "SELECT attname, array_length(histogram_bounds, 1) AS bounds, "
+            "array_length(most_common_vals, 1) AS common "
+            "FROM pg_stats WHERE tablename = 'leases'")
+        return rows, {r["attname"]: r for r in found}
+
+    rows, stats = await db.run(analyzed)
+    assert rows == LEASES  # every page read: the row count is exact at this size
+    assert set(stats) == set(PLANNED_COLUMNS)  # the other columns are autovacuum's
+    # A tenth of the default target (100): at most 11 histogram bounds, 10 common values
+    # (a full ANALYZE of these 2,000 leases gives the unique columns 101 bounds).
+    for column in PLANNED_COLUMNS:
+        assert (stats[column]["bounds"] or 0) <= 11, column
+        assert (stats[column]["common"] or 0) <= 10, column
+    assert max(stats[c]["bounds"] or 0 for c in ("ip", "client_key", "expires_at")) == 11
 
 
 async def test_lease_stats_leave_a_table_they_do_not_own_to_autovacuum(db: Database,
