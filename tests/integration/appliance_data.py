@@ -155,6 +155,11 @@ LIVE = {"/nodes"}
 async def lists(admin: httpx.AsyncClient, subnet_id: str) -> dict[str, Any]:
     """Every list the API serves (from its OpenAPI document): top-level lists and the
     subnet's child lists, each in full. Read-only endpoints that are not lists are skipped."""
+    # A history read derives the lease journal first (docs/history.md), so the lease events
+    # are in /outbox before it is listed. Without it, an event derived between the /outbox
+    # and /history reads (~50 ms after its commit) was missing from this snapshot but in the
+    # next one.
+    ok(await admin.get(f"/subnets/{subnet_id}/history"), 200)
     spec = ok(await admin.get("/openapi.json"), 200)
     found: dict[str, Any] = {}
     for path, methods in sorted(spec["paths"].items()):
