@@ -44,7 +44,7 @@ PLANNED_COLUMNS = ("subnet_id", "ip", "client_key", "state", "expires_at")
 # Rows sampled are 300 times this. Enough for these columns: unique or nearly (addresses,
 # clients, expiry times) or few values (subnets, states). The row count, which decides
 # between an index lookup and a scan, is taken from up to 3,000 of the table's pages
-# (ANALYZE reads one page per row it samples): every page of a table that size or smaller.
+# (ANALYZE reads up to as many pages as rows it samples): all of a table that size or less.
 SAMPLE_TARGET = 10
 
 

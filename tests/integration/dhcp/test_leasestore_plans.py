@@ -1,7 +1,7 @@
 """The batch statements stay point lookups: with the lease table's statistics as the DHCP
-server's LeaseStats keeps them (its light ANALYZE: a few columns, a small sample), the generic plan of every statement shape the committer
-prepares (a lone op's among them) finds each op's lease through an index, never by reading
-the table or hashing it."""
+server's LeaseStats keeps them (its light ANALYZE: a few columns, a small sample), the
+generic plan of every statement shape the committer prepares (a lone op's among them) finds
+each op's lease through an index, never by reading the table or hashing it."""
 
 from __future__ import annotations
 
