@@ -46,14 +46,24 @@ YIELD_EVERY = 16  # datagrams handled before the receive loop lets other tasks r
 # the datagrams after it. Reading it costs ~4 µs a datagram, hence not on every one.
 SAMPLE_EVERY = 8
 _DISCOVER_HEAD = bytes((53, 1, DISCOVER))  # option 53 first, as nearly every client sends it
-# The answers of a committed batch go out REPLY_BURST at a time, the server's pacer waiting
-# between bursts: hundreds sent back to back overflow the receive buffer of a relay (measured
-# with perfdhcp on 2 busy cores: ~1,100 of 8,000 answers a second lost so). A busy event loop
-# stretches the gap, so when more than REPLY_CATCH_UP answers wait the bursts grow (an eighth
-# of them): the pacing must never become the bottleneck (at 16 per gap it did, and answers
-# piled up for seconds).
+# The answers of a committed batch go out at once when at most REPLY_BURST; more are paced
+# by the server's pacer: hundreds sent back to back overflow the receive buffer of a relay
+# (measured with perfdhcp on 2 busy cores: ~1,100 of 8,000 answers a second lost so). The
+# pacer sends REPLY_BURST first, then at PACE_FACTOR times the rate at which requests that
+# need a commit come in (at least PACE_MIN a second): a backlog — the clients that waited
+# through a slow disk flush — drains soon after, without the relay getting much more than
+# its usual stream. Each turn sends what the time since the last one allows (at most
+# PACE_MAX_SECONDS of it), so a busy event loop that stretches the pacer's gaps does not
+# slow the pacing down: it must never become the bottleneck (at 16 a gap regardless of the
+# gap, it did, and answers piled up for seconds). Measured (bench/README.md): a commit
+# stalled for 0.5 s at 7,000 DORA/s, when the backlog went out an eighth of it a gap,
+# overflowed perfdhcp's socket by ~1,000 answers.
 REPLY_BURST = 32
-REPLY_CATCH_UP = 1024
+PACE_FACTOR = 2.5
+PACE_MIN = 10_000.0  # answers a second
+PACE_MAX_SECONDS = 0.01
+# How often the arrival rate of requests that need a commit is measured again.
+RATE_WINDOW_SECONDS = 0.1
 
 _inet_aton = socket.inet_aton
 _inet_ntoa = socket.inet_ntoa
@@ -89,6 +99,14 @@ class Dispatch:
         self.busy: dict[BusyKey, Exchange] = {}
         self.replies: list[tuple[Exchange, DhcpReply]] = []  # committed, waiting for the pacer
         self.pacing = False  # the pacer is sending: new answers queue behind it
+        # Requests that needed a commit, and their rate a second (measured in ``committed``:
+        # it keeps its value through a stalled commit, when the answers pile up).
+        self.submitted = 0
+        self.request_rate = 0.0
+        self._rate_since = _monotonic()
+        self._rate_count = 0
+        self._pace_credit = 0.0  # answers the pacer may send now
+        self._paced_at = 0.0
         self.out = Outgoing(counters, wake_backlog)  # answers to send; ``backlog``: refused
 
     # ------------------------------------------------------------------ receive
@@ -176,6 +194,7 @@ class Dispatch:
                     counters.drops["client_busy"] += 1
                     return
                 self.busy[key] = tx
+                self.submitted += 1
                 self.committer.submit(tx)
             elif isinstance(outcome, DhcpReply):
                 self.send(tx, outcome)
@@ -196,6 +215,7 @@ class Dispatch:
         counters = self.counters
         env = self.env
         granted = 0
+        self._measure_rate()
         for tx in batch:
             subnet = tx.subnet
             assert subnet is not None
@@ -234,15 +254,38 @@ class Dispatch:
         elif self.replies:
             self.wake_pacer()
 
+    def _measure_rate(self) -> None:
+        now = _monotonic()
+        elapsed = now - self._rate_since
+        if elapsed >= RATE_WINDOW_SECONDS:
+            self.request_rate = (self.submitted - self._rate_count) / elapsed
+            self._rate_since, self._rate_count = now, self.submitted
+
+    def pace_rate(self) -> float:
+        """Answers a second the pacer sends while a backlog waits."""
+        return max(PACE_MIN, PACE_FACTOR * self.request_rate)
+
+    def start_pacing(self) -> None:
+        """The pacer begins: its first turn sends REPLY_BURST answers."""
+        self.pacing = True
+        self._pace_credit = float(REPLY_BURST)
+        self._paced_at = _monotonic()
+
     def send_burst(self) -> bool:
-        """The pacer's turn: send the next burst of queued answers; True while more wait."""
+        """The pacer's turn: send what the pace allows since its last turn; True while more
+        answers wait."""
         replies = self.replies
-        waiting = len(replies)
-        burst = REPLY_BURST if waiting <= REPLY_CATCH_UP else waiting // 8
+        now = _monotonic()
+        rate = self.pace_rate()
+        credit = self._pace_credit + (now - self._paced_at) * rate
+        credit = min(credit, max(float(REPLY_BURST), rate * PACE_MAX_SECONDS))
+        self._paced_at = now
+        burst = min(len(replies), max(1, int(credit)))
         for tx, reply in replies[:burst]:
             self.send(tx, reply)
         del replies[:burst]
         self.out.flush()
+        self._pace_credit = max(0.0, credit - burst) if replies else 0.0
         return bool(replies)
 
     def stale(self, batch: Sequence[Exchange]) -> None:

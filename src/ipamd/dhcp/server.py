@@ -40,8 +40,9 @@ from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp.server")
 
-# The pacer's wait between bursts of committed answers (dispatch.REPLY_BURST). Letting the
-# other tasks run instead of a gap spaces bursts too little (relays' buffers overflowed).
+# The pacer's wait between its turns (each sends what dispatch.pace_rate allows since the
+# last). Letting the other tasks run instead of a gap spaces bursts too little (relays'
+# buffers overflowed).
 _REPLY_GAP = 0.001
 _ERROR_LOG_PER_MINUTE = 10
 
@@ -194,7 +195,7 @@ class DhcpServer:
         while True:
             await self._replies_wake.wait()
             self._replies_wake = trio.Event()
-            dispatch.pacing = True
+            dispatch.start_pacing()
             try:
                 while dispatch.send_burst():
                     await _pause(_REPLY_GAP)

@@ -303,22 +303,39 @@ def _committed_replies(ep: Any, count: int) -> list[Any]:
     return txs
 
 
-async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
-        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    server, ep = make_server()
-    server.dispatch.replies.extend(_committed_replies(ep, 5))
-    server.dispatch.send_committed()
-    assert len(ep.sock.sent) == 5 and not server.dispatch.replies
-    assert ep.sock.segmented_sends == 1  # one relay, one size: one send for the five
-    # Where the pacer lets the other tasks run: how many answers had left by then.
+# A gap of 1/1024 s keeps the fake clock's sums exact; at 8,192 requests a second the pace is
+# 2.5 times that, 20,480 answers a second: 20 a gap.
+GAP = 1 / 1024
+RATE = 8192.0
+
+
+def _pacer(server: Any, ep: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch,
+           gaps: Sequence[float] = ()) -> list[int]:
+    """Run the pacer with the fake clock: each pause moves it on by the next of ``gaps``
+    (then GAP); returns how many answers had left at each pause."""
     seen: list[int] = []
+    later = list(gaps)
 
     async def pause(seconds: float) -> None:
         assert seconds == server_mod._REPLY_GAP
         seen.append(len(ep.sock.sent))
-        await trio.sleep(seconds)
+        clock.now += later.pop(0) if later else GAP
+        await trio.sleep(0)
 
     monkeypatch.setattr(server_mod, "_pause", pause)
+    return seen
+
+
+async def test_a_small_batch_is_answered_at_once_a_big_one_at_the_pace(
+        nursery: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    server, ep = make_server()
+    server.dispatch.request_rate = RATE
+    assert server.dispatch.pace_rate() == 20_480
+    server.dispatch.replies.extend(_committed_replies(ep, 5))
+    server.dispatch.send_committed()
+    assert len(ep.sock.sent) == 5 and not server.dispatch.replies
+    assert ep.sock.segmented_sends == 1  # one relay, one size: one send for the five
+    seen = _pacer(server, ep, clock, monkeypatch)
     nursery.start_soon(server._pace_replies)
     server.dispatch.replies.extend(_committed_replies(ep, 100))
     server.dispatch.send_committed()
@@ -326,29 +343,51 @@ async def test_a_small_batch_is_answered_at_once_a_big_one_in_paced_bursts(
     with trio.fail_after(5):
         while len(ep.sock.sent) < 105:
             await trio.sleep(0)
-    burst = REPLY_BURST
-    assert seen == [5 + burst, 5 + 2 * burst, 5 + 3 * burst]  # then the last 4, no pause
+    # REPLY_BURST first, then what each gap allows at the pace; the last 8 with no pause
+    # after them.
+    assert seen == [5 + REPLY_BURST, 5 + REPLY_BURST + 20, 5 + REPLY_BURST + 40,
+                    5 + REPLY_BURST + 60]
     assert server.counters.sent[o.OFFER] == 105
 
 
-async def test_a_backlog_of_answers_is_caught_up_in_bigger_bursts(
-        nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_backlog_drains_at_the_pace_and_a_long_gap_does_not_slow_it(
+        nursery: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     server, ep = make_server()
-    seen: list[int] = []
-
-    async def pause(seconds: float) -> None:
-        seen.append(len(ep.sock.sent))
-        await trio.sleep(seconds)
-
-    monkeypatch.setattr(server_mod, "_pause", pause)
+    server.dispatch.request_rate = RATE
+    # A busy event loop stretched the second gap to 4 of them, and the fourth to 64 (62 ms):
+    # the pacer sends what the time allows, up to PACE_MAX_SECONDS of it.
+    seen = _pacer(server, ep, clock, monkeypatch, gaps=[GAP, 4 * GAP, GAP, 64 * GAP])
     nursery.start_soon(server._pace_replies)
     server.dispatch.replies.extend(_committed_replies(ep, 2000))
     server.dispatch.send_committed()
     with trio.fail_after(5):
         while len(ep.sock.sent) < 2000:
             await trio.sleep(0)
-    # An eighth of what waits (2000 // 8 = 250 first), back to the normal burst once no
-    # more than 1024 wait; the last 4 leave without a pause after them.
     steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
-    assert steps[:6] == [250, 218, 191, 167, 146, 128]
-    assert set(steps[6:]) == {REPLY_BURST} and len(steps) == 6 + 28
+    capped = int(20_480 * dispatch_mod.PACE_MAX_SECONDS)
+    assert steps[:5] == [REPLY_BURST, 20, 80, 20, capped]
+    assert set(steps[5:]) == {20}  # never a burst of a quarter of the backlog
+    assert sum(steps) + (2000 - seen[-1]) == 2000
+
+
+def test_the_pace_follows_the_rate_of_requests_with_a_floor(clock: Clock) -> None:
+    server, ep = make_server()
+    dispatch = server.dispatch
+    assert dispatch.pace_rate() == dispatch_mod.PACE_MIN  # nothing has come in yet
+    for n in range(10):
+        server.on_datagram(_select(n), RELAY, 67, ep)
+    assert dispatch.submitted == 10 == server.committer.queued
+    clock.now += 0.01
+    dispatch.committed([], True)  # the window is not over: the rate stands
+    assert dispatch.request_rate == 0
+    clock.now += 0.09
+    dispatch.committed([], True)
+    assert dispatch.request_rate == pytest.approx(100)  # 10 in 0.1 s
+    assert dispatch.pace_rate() == dispatch_mod.PACE_MIN
+    # A stalled commit: no batch finishes for half a second while requests keep coming, and
+    # the first batch after it measures them all, not the stall.
+    dispatch.submitted += 5000  # (as _handle counts each request it submits)
+    clock.now += 0.5
+    dispatch.committed([], True)
+    assert dispatch.request_rate == pytest.approx(10_000)
+    assert dispatch.pace_rate() == pytest.approx(dispatch_mod.PACE_FACTOR * 10_000)
