@@ -69,6 +69,10 @@ OVERLAP_MAX = 4
 # 0.1-0.5 s. Half the default overload bound: a shorter stall cannot shed on its own, and a
 # server past its ceiling, whose batches merely grow slow, is not mistaken for a stalled one.
 STALL_SECONDS = 0.1
+# After a unique index refused a grant (another node got there first), batches are written
+# careful (leasestore._main) for this long: while nodes race for addresses, a trusting
+# statement would fail and run twice.
+CAREFUL_SECONDS = 10.0
 # Worth one more try: another transaction (another node) crossed ours.
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
@@ -114,6 +118,7 @@ class Committer:
         # meanwhile join its batch instead of waking another worker for a batch of one.
         self._waking = False
         self._log = Throttle(log)
+        self._careful_until = -math.inf  # (monotonic) see CAREFUL_SECONDS
 
     def submit(self, tx: Exchange) -> None:
         self._dense = tx.born - self._submitted < self.window
@@ -273,7 +278,10 @@ class Committer:
         """True when the batch is committed; False: nothing of it is, and no op is Acked."""
         for attempt in (1, 2):
             try:
-                await self._sessions.run(leasestore.commit, ops)  # type: ignore[union-attr]
+                trusting = time.monotonic() >= self._careful_until
+                if await self._sessions.run(leasestore.commit, ops,  # type: ignore[union-attr]
+                                            trusting):
+                    self._careful_until = time.monotonic() + CAREFUL_SECONDS
                 return True
             except _RETRYABLE as error:
                 log.info("lease batch of %d hit %s (attempt %d)", len(ops),

@@ -171,8 +171,9 @@ _INSERT = """ins_r AS (
     -- (From the parameter, not from ins_r: a second reader would make ins_r materialised.)
     SELECT id FROM subnets WHERE id = {subnets} FOR KEY SHARE
 ), inserted AS (
-    -- The unique indexes on live leases judge: a refused row is simply not returned.
-    -- (An Offer wrote nothing: another node may have granted the address since.)
+    -- The unique indexes on live leases judge. Trusting (see _main): a refused row fails
+    -- the statement. Careful: it is simply not returned. (An Offer wrote nothing: another
+    -- node may have granted the address since.)
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, client_id, duid, hostname, fqdn,
                         circuit_id, remote_id, giaddr, starts_at, expires_at)
     SELECT subnet_id, ZERO + ip, state, client_key, mac::macaddr, client_id, duid,
@@ -180,7 +181,7 @@ _INSERT = """ins_r AS (
            now() + make_interval(secs => seconds)
     FROM ins_r WHERE subnet_id = ANY (ARRAY(SELECT id FROM ins_subnets))  -- no join: a filter
     ORDER BY subnet_id, ip
-    ON CONFLICT DO NOTHING
+    {conflict}
     RETURNING *, CASE WHEN state = 'active' THEN 'granted' ELSE 'declined' END AS event
 )"""
 # Inserted rows are matched to their ops by (subnet, address, client) in Python: joining
@@ -224,9 +225,11 @@ def _rows_sql(columns: tuple[tuple[str, str], ...], first: int, lone: bool) -> s
 
 
 @cache
-def _main_sql(present: tuple[bool, bool, bool], lone: bool = False) -> str:
+def _main_sql(present: tuple[bool, bool, bool], lone: bool = False, careful: bool = True) -> str:
     """The statement for the parts present (ends, acks, inserts), with the journal rows of
-    the leases it changes (every change is an event). ``lone``: one op, in one part."""
+    the leases it changes (every change is an event). ``lone``: one op, in one part.
+    ``careful``: an insert a unique index refuses is skipped (``ON CONFLICT DO NOTHING``);
+    else it fails the statement (see _main)."""
     ctes: list[str] = []
     outputs: list[str] = []
     param = 1
@@ -235,7 +238,8 @@ def _main_sql(present: tuple[bool, bool, bool], lone: bool = False) -> str:
             continue
         # The part's subnet_id parameter (after ``i``), for the insert's subnet lock.
         subnets = f"${param + 1}::uuid" if lone else f"ANY(${param + 1}::uuid[])"
-        ctes.append(text.format(rows=_rows_sql(columns, param, lone), subnets=subnets))
+        ctes.append(text.format(rows=_rows_sql(columns, param, lone), subnets=subnets,
+                                conflict="ON CONFLICT DO NOTHING" if careful else ""))
         param += len(columns) + 1
         outputs.append(output)
     sql = "WITH " + ",\n".join(ctes)
@@ -310,7 +314,17 @@ _ACK_FIELDS = tuple(name for name, _ in _ACK_COLUMNS)
 _INSERT_FIELDS = tuple(name for name, _ in _INSERT_COLUMNS)
 
 
-async def _main(conn: asyncpg.Connection, ops: list[Op]) -> None:
+async def _main(conn: asyncpg.Connection, ops: list[Op], trusting: bool) -> None:
+    """Run the batch's statement.
+
+    ``trusting``: the inserts go without ``ON CONFLICT`` first. The engine picks addresses
+    no lease of this node's cache holds, so a refusal means another node (or a lease this
+    node did not know) got there first: rare, and then the whole statement fails and runs
+    again careful. Speculative insertion costs every row of the careful form a lock, a
+    probe of each unique index and a WAL record more: ~4 µs of PostgreSQL CPU a grant of
+    29 (bench_leasestore, batches of 20). Must not run inside a transaction (the failed
+    statement would abort it).
+    """
     ends: list[tuple[int, Op]] = []
     acks: list[tuple[int, Op]] = []
     inserts: list[tuple[int, Op]] = []
@@ -333,8 +347,15 @@ async def _main(conn: asyncpg.Connection, ops: list[Op]) -> None:
                 # NULL: unnest pads it with NULLs, and asyncpg need not look at each element.
                 args += [None if column.count(None) == len(column) else column
                          for column in columns]
-    rows = await conn.fetch(_main_sql((bool(ends), bool(acks), bool(inserts)), len(ops) == 1),
-                            *args)
+    present = (bool(ends), bool(acks), bool(inserts))
+    lone = len(ops) == 1
+    if trusting and inserts:
+        try:
+            rows = await conn.fetch(_main_sql(present, lone, careful=False), *args)
+        except asyncpg.UniqueViolationError:  # nothing of the statement was written
+            rows = await conn.fetch(_main_sql(present, lone), *args)
+    else:
+        rows = await conn.fetch(_main_sql(present, lone), *args)
     by_key = {(op.subnet_id, op.ip, op.client_key): i for i, op in inserts} if inserts else {}
     for _kind, i, lease_id, event, expires, ip, client_key, subnet_id in rows:
         if i is None:
@@ -346,11 +367,14 @@ async def _main(conn: asyncpg.Connection, ops: list[Op]) -> None:
         op.event = event
 
 
-async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
+async def commit(conn: asyncpg.Connection, ops: list[Op], trusting: bool = True) -> bool:
     """Apply a batch; fills each op's outcome. Not inside a transaction: see _main_sql.
+    True when a unique index refused an insert of it (the caller may stop ``trusting`` for
+    a while: see _main).
 
     The rare cases take more statements: a supersede runs first, in one transaction with
-    the rest; refused inserts fetch the leases that refused them.
+    the rest (careful: a failed statement would abort it); refused inserts fetch the
+    leases that refused them.
     """
     supersedes = [(i, op) for i, op in enumerate(ops) if op.supersede]
     if supersedes:
@@ -358,9 +382,9 @@ async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
             cols = _columns(supersedes, ("subnet_id", "ip", "client_key"))
             for i, lease_id, was_active in await conn.fetch(_SUPERSEDE, *cols):
                 ops[i].superseded = (lease_id, was_active)
-            await _main(conn, ops)
+            await _main(conn, ops, trusting=False)
     else:
-        await _main(conn, ops)
+        await _main(conn, ops, trusting)
     refused = [(i, op) for i, op in enumerate(ops) if not op.ok and op.kind == OpKind.INSERT]
     if refused:
         for row in await conn.fetch(_BLOCKERS, *_columns(refused, ("subnet_id", "ip",
@@ -369,6 +393,7 @@ async def commit(conn: asyncpg.Connection, ops: list[Op]) -> None:
                 (row["lease_id"], row["subnet_id"], row["ip"], row["state"],
                  row["client_key"], row["expires"])
             )
+    return bool(refused)
 
 
 async def load_live(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:

@@ -52,9 +52,10 @@ def _shapes() -> list[str]:
     shapes = [leasestore._SUPERSEDE, leasestore._BLOCKERS]
     for mask in range(1, 8):
         present = tuple(bool(mask & (1 << k)) for k in range(3))
-        shapes.append(leasestore._main_sql(present))  # type: ignore[arg-type]
-        if sum(present) == 1:  # a lone op: its part's values, not arrays
-            shapes.append(leasestore._main_sql(present, lone=True))  # type: ignore[arg-type]
+        for careful in (True, False) if present[2] else (True,):  # inserts trusting or not
+            shapes.append(leasestore._main_sql(present, careful=careful))  # type: ignore[arg-type]
+            if sum(present) == 1:  # a lone op: its part's values, not arrays
+                shapes.append(leasestore._main_sql(present, True, careful))  # type: ignore[arg-type]
     return shapes
 
 

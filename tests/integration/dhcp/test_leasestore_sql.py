@@ -106,31 +106,51 @@ async def test_ack_of_an_earlier_versions_offered_row_grants_it(db: Database,
     assert not blocked.ok and blocked.refreshed[0][3] == "active"
 
 
-async def test_unique_indexes_refuse_and_report_the_blocker(db: Database,
-                                                            subnet: uuid.UUID) -> None:
+async def _commit_as(db: Database, trusting: bool, *ops: Op) -> tuple[bool, list[Op]]:
+    """(did a unique index refuse an insert, the ops): a batch written trusting or careful."""
+    refused = await db.run(leasestore.commit, list(ops), trusting)
+    return refused, list(ops)
+
+
+# Trusting (the committer's usual form): a refused insert fails the statement, which runs
+# again careful; careful: the refused row is skipped. The outcome must be the same.
+@pytest.mark.parametrize("trusting", [True, False], ids=["trusting", "careful"])
+async def test_unique_indexes_refuse_and_report_the_blocker(db: Database, subnet: uuid.UUID,
+                                                            trusting: bool) -> None:
     a, b = b"client-a", b"client-b"
-    (first,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.20", a))
-    same_ip, same_client, fine = await _commit(
-        db,
+    refused, (first,) = await _commit_as(db, trusting,
+                                         _op(OpKind.INSERT, subnet, "127.77.1.20", a))
+    assert first.ok and not refused
+    refused, (same_ip, same_client, fine, renewal) = await _commit_as(
+        db, trusting,
         _op(OpKind.INSERT, subnet, "127.77.1.20", b),  # the address is taken
         _op(OpKind.INSERT, subnet, "127.77.1.21", a),  # the client already has one
         _op(OpKind.INSERT, subnet, "127.77.1.22", b"client-c"),
+        _op(OpKind.ACK, subnet, "127.77.1.20", a, 600),  # in the same statement
     )
-    assert fine.ok and not same_ip.ok and not same_client.ok
+    assert refused and fine.ok and not same_ip.ok and not same_client.ok
+    assert renewal.ok and renewal.event == "renewed" and renewal.lease_id == first.lease_id
     assert same_ip.event is None and same_client.lease_id is None
     assert [r[0] for r in same_ip.refreshed] == [first.lease_id]
     assert [(r[0], r[2], r[3], r[4]) for r in same_client.refreshed] == [
         (first.lease_id, ip("127.77.1.20"), "active", a)]
     # Two new requests for one address in one batch: exactly one wins.
-    x, y = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.30", b"x"),
-                         _op(OpKind.INSERT, subnet, "127.77.1.30", b"y"))
-    assert x.ok != y.ok
+    refused, (x, y) = await _commit_as(db, trusting,
+                                       _op(OpKind.INSERT, subnet, "127.77.1.30", b"x"),
+                                       _op(OpKind.INSERT, subnet, "127.77.1.30", b"y"))
+    assert refused and x.ok != y.ok
     # An earlier version's Offer hold is honoured like a lease until it lapses.
     await _legacy_offer(db, subnet, "127.77.1.31", b"held")
-    (held,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.31", b"z"))
-    assert not held.ok and held.refreshed[0][3] == "offered"
+    refused, (held,) = await _commit_as(db, trusting,
+                                        _op(OpKind.INSERT, subnet, "127.77.1.31", b"z"))
+    assert refused and not held.ok and held.refreshed[0][3] == "offered"
     granted = await _q(db, "SELECT count(*) AS n FROM lease_events WHERE event = 'granted'")
     assert granted == [{"n": 3}]  # refused inserts leave no event
+    # A statement that failed and ran again careful wrote its changes once.
+    assert await _q(db, "SELECT event, count(*) AS n FROM lease_events GROUP BY event "
+                        "ORDER BY event") == [{"event": "granted", "n": 3},
+                                              {"event": "renewed", "n": 1}]
+    assert await _raw(db, "SELECT count(*) FROM leases") == 4  # the legacy offered row too
 
 
 async def test_ack_without_lease_is_refused(db: Database, subnet: uuid.UUID) -> None:

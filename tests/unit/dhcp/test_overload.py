@@ -17,7 +17,7 @@ import trio.testing
 from ipamd.dhcp import dispatch as dispatch_mod
 from ipamd.dhcp import options as o
 from ipamd.dhcp import server as server_mod
-from ipamd.dhcp.committer import OVERLAP_MAX, Committer
+from ipamd.dhcp.committer import CAREFUL_SECONDS, OVERLAP_MAX, Committer
 from ipamd.dhcp.context import Exchange
 from ipamd.dhcp.dispatch import REPLY_BURST
 from ipamd.dhcp.engine import DhcpReply
@@ -273,6 +273,31 @@ async def test_under_load_the_batches_go_in_one_at_a_time() -> None:
         await trio.testing.wait_all_tasks_blocked()
         assert committer.queued == 0 and committer.in_flight == 0
         nursery.cancel_scope.cancel()
+
+
+async def test_after_a_refused_grant_batches_are_written_careful_for_a_while(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    committer = Committer(None, lambda batch, ok: None, batch_max=8,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=1)
+    now = [100.0]
+    monkeypatch.setattr("ipamd.dhcp.committer.time.monotonic", lambda: now[0])
+    trusted: list[bool] = []
+    refuse = [False]
+
+    class Sessions:  # leasestore.commit's answer: did a unique index refuse an insert
+        async def run(self, fn: Any, ops: list[Any], trusting: bool) -> bool:
+            trusted.append(trusting)
+            return refuse[0]
+
+    committer._sessions = Sessions()  # type: ignore[assignment]
+    assert await committer._commit([]) and trusted == [True]
+    refuse[0] = True  # another node got there first
+    assert await committer._commit([]) and trusted == [True, True]
+    refuse[0] = False
+    now[0] += CAREFUL_SECONDS - 0.1
+    assert await committer._commit([]) and trusted[-1] is False
+    now[0] += 0.2
+    assert await committer._commit([]) and trusted[-1] is True
 
 
 def test_ops_past_the_stale_bound_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
