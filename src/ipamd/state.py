@@ -46,6 +46,11 @@ class DhcpControl(Protocol):
         as time."""
         ...
 
+    def lease_changes(self) -> int:
+        """Lease changes it committed so far (full garbage collections wait while many a
+        second are)."""
+        ...
+
     def counters_snapshot(self) -> dict[str, Any]:
         """Packets received/sent/dropped and lease events so far, as plain JSON values."""
         ...

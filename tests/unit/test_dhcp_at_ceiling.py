@@ -1,16 +1,18 @@
 """The busy signal the DNS delivery process is told (runtime.DhcpAtCeiling): busy once every
-commit worker was busy half a sample or more; idle again only after a calm second. The DHCP
+commit worker was busy half a sample or more; idle again only after a calm second. And the
+gc pacer's other signal (runtime.LeaseChurn): many lease changes a second. The DHCP
 server here is a stand-in whose saturated seconds the test sets (a storm cannot be made to
 order in a unit test; the bench makes real ones)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import trio
 import trio.testing
 
-from ipamd.runtime import DhcpAtCeiling
+from ipamd.runtime import DhcpAtCeiling, LeaseChurn, either
 
 
 class Dhcp:
@@ -65,3 +67,58 @@ async def test_no_dhcp_server_is_never_busy(autojump_clock: trio.testing.MockClo
     assert signal() is False
     state.dhcp = Dhcp()
     assert signal() is False
+
+
+class Churn:
+    def __init__(self) -> None:
+        self.changes = 0
+
+    def lease_changes(self) -> int:
+        return self.changes
+
+
+async def _churn(signal: LeaseChurn, dhcp: Churn, per_second: float) -> bool:
+    """0.25 s pass (the gc pacer's look) with ``per_second`` lease changes committed."""
+    dhcp.changes += int(per_second / 4)
+    await trio.sleep(0.25)
+    return signal()
+
+
+async def test_lease_changes_below_the_ceiling_then_a_calm_second(
+        autojump_clock: trio.testing.MockClock) -> None:
+    dhcp = Churn()
+    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp))  # type: ignore[arg-type]
+    assert signal() is False
+    steady = LeaseChurn.CHANGES_PER_SECOND / 2  # a network's renewals
+    assert [await _churn(signal, dhcp, steady) for _ in range(8)] == [False] * 8
+    assert await _churn(signal, dhcp, 8_000) is True  # a storm
+    # A short lull keeps it on; a calm second ends it.
+    assert [await _churn(signal, dhcp, 0) for _ in range(3)] == [True] * 3
+    assert await _churn(signal, dhcp, 8_000) is True
+    calm = [await _churn(signal, dhcp, steady) for _ in range(5)]
+    assert calm[:3] == [True] * 3 and calm[-1] is False
+
+
+async def test_no_dhcp_server_means_no_churn(autojump_clock: trio.testing.MockClock) -> None:
+    state = SimpleNamespace(dhcp=Churn())
+    signal = LeaseChurn(state)  # type: ignore[arg-type]
+    signal()
+    state.dhcp.changes += 10_000
+    await trio.sleep(0.25)
+    assert signal() is True
+    state.dhcp = None  # the server stopped
+    assert signal() is False
+
+
+def test_either_asks_every_signal() -> None:
+    asked: list[str] = []
+
+    def signal(name: str, answer: bool) -> Callable[[], bool]:
+        def ask() -> bool:
+            asked.append(name)
+            return answer
+        return ask
+
+    assert either(signal("a", True), signal("b", False))() is True
+    assert asked == ["a", "b"]  # the second sampled too, though the first said yes
+    assert either(signal("c", False), signal("d", False))() is False

@@ -59,7 +59,7 @@ def test_the_guide_stays_inside_the_repository():
 def test_the_dhcp_server_is_what_its_handle_promises():
     promised = {name for name in vars(DhcpControl) if not name.startswith("_")}
     assert promised == {"addresses", "forget", "reload_plan", "counters_snapshot",
-                        "saturated_seconds", "receiving_seconds"}
+                        "saturated_seconds", "receiving_seconds", "lease_changes"}
     for name in promised:
         mine, theirs = getattr(DhcpControl, name), getattr(DhcpServer, name)
         if isinstance(mine, property):

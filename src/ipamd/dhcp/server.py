@@ -253,6 +253,10 @@ class DhcpServer:
     def saturated_seconds(self) -> float:
         return self.committer.saturated_seconds()
 
+    def lease_changes(self) -> int:
+        """Lease changes committed so far (runtime.LeaseChurn watches their rate)."""
+        return self.counters.committed_ops
+
     def receiving_seconds(self) -> float:
         """Seconds so far the busiest socket's receive loop never waited for a packet."""
         now = _monotonic()
