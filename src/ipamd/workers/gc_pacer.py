@@ -9,9 +9,12 @@ objects (gc.callbacks, lab runs at 4,000-5,000 DORA/s); a bare lease cache alone
 at 100,000 leases and 79 ms at 250,000. The DHCP server then answers the packets that
 queued up meanwhile in one burst, which overflows relays' (and perfdhcp's) receive buffers.
 
-So while the DHCP server is at its ceiling (``workers/storm``: at most 60 s a storm) full
-collections are off; the young generations still collect every cycle they find among new
-objects, and the full collection that fell due runs as soon as the storm has passed.
+So while the DHCP server is at its ceiling, or commits many lease changes a second below it
+(``runtime.LeaseChurn``: at 8,000-9,000 DORA/s, under the ceiling, a full collection of
+19-60 ms stopped the receive loop every few seconds and each overflowed perfdhcp's socket),
+full collections are off (``workers/storm``: at most 60 s a storm); the young generations
+still collect every cycle they find among new objects, and the full collection that fell
+due runs as soon as the storm has passed.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def set_full_collections(on: bool) -> None:
 
 async def run(state: AppState, *, task_status: trio.TaskStatus[None],
               at_ceiling: Callable[[], bool] = never) -> None:
-    """The service; ``at_ceiling``: is this node's DHCP server in a storm."""
+    """The service; ``at_ceiling``: is this node's DHCP server in a storm (runtime gives it
+    the ceiling or the churn of lease changes)."""
     del state  # a service's signature; the pacer needs only the storm signal
     storm = StormHold(at_ceiling)
     held = False
