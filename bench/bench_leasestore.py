@@ -9,17 +9,21 @@ committer's own code, ``leasestore.commit``, on a session with the committer's s
 in batches of --batch, and prints the CPU the PostgreSQL backend spent per grant (from
 /proc, so it counts only that session's process) and the wall time per grant; then it
 derives the journal rows those grants wrote (``core.lease_events.derive``, as the deriver
-does, DERIVE_BATCH at a time) and prints that CPU per grant too.
+does, DERIVE_BATCH at a time) and prints that CPU per grant too; then it renews those leases
+(the same clients' Acks again, in the same batches) and prints the backend's CPU per renewal.
 
-Variants take one part away, so the difference to ``base`` is that part's cost (they are
-measurements, not configurations: every part is there for a feature):
+Variants take one part away (``expiry_index`` adds one), so the difference to ``base`` is
+that part's cost (they are measurements, not configurations: every part is there for a
+feature):
   base              the schema as migrated
   no_history        without the lease_events → lease_intervals fold (occupancy history)
   no_gist           without the "As of" map's GiST index on intervals
   no_interval_idx   without the eight identity indexes on intervals (history look-ups)
-  no_lease_idx      without the leases' API indexes (by subnet, address, MAC, expiry)
+  no_lease_idx      without the leases' API indexes (by subnet, address, MAC) and the sweep's
   no_fanout         without the events table's three statement triggers (outbox, DNS, alerts)
   no_triggers       no_history and no_fanout together
+  expiry_index      one part more: an index on expires_at, as leases had before migration
+                    0014 (a renewal then rewrites an entry in every index of leases)
 (the history fold and the fan-out run when deriving, not in the grant's commit).
 Each variant runs --rounds times, alternating, and the median is printed. No peer: the
 comparison is between variants of one run. (issue 17: a DORA's PostgreSQL CPU)
@@ -56,13 +60,15 @@ VARIANTS: dict[str, list[str]] = {
     "no_gist": ["DROP INDEX lease_intervals_subnet_period"],
     "no_interval_idx": [f"DROP INDEX lease_intervals_{name}" for name in (
         "ip", "mac", "client_id", "duid", "hostname", "fqdn", "circuit", "remote")],
-    "no_lease_idx": [f"DROP INDEX leases_{name}" for name in ("subnet", "ip", "mac", "expiry")],
+    "no_lease_idx": [f"DROP INDEX leases_{name}" for name in ("subnet", "ip", "mac", "sweep")],
     "no_fanout": ["DROP TRIGGER events_outbox_fanout ON events",
                   "DROP TRIGGER events_outbox_fanout_dns ON events",
                   "DROP TRIGGER events_zz_alert_fanout ON events"],
 }
 # Both derived writes away: what the lease, lease_events and events rows cost on their own.
 VARIANTS["no_triggers"] = VARIANTS["no_history"] + VARIANTS["no_fanout"]
+VARIANTS["expiry_index"] = ["CREATE INDEX leases_expires ON leases (expires_at) "
+                            "WHERE state IN ('offered', 'active', 'declined')"]
 
 
 def backend_cpu(pid: int) -> float:
@@ -70,18 +76,19 @@ def backend_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def grants(subnet_id: object, first: int, count: int) -> list[Op]:
+def grants(subnet_id: object, first: int, count: int, kind: OpKind = OpKind.INSERT) -> list[Op]:
     ops = []
     for k in range(first, first + count):
         mac = bytes((2, 0, k >> 24 & 255, k >> 16 & 255, k >> 8 & 255, k & 255))
-        ops.append(Op(OpKind.INSERT, subnet_id, NET + 256 + k, b"\x01" + mac, 3600,  # type: ignore[arg-type]
+        ops.append(Op(kind, subnet_id, NET + 256 + k, b"\x01" + mac, 3600,  # type: ignore[arg-type]
                       mac=mac.hex(":"), hostname=f"host-{k}", giaddr=NET + 2))
     return ops
 
 
 async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
-                  gap: float = 0.0) -> tuple[float, float, float]:
-    """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant."""
+                  gap: float = 0.0) -> tuple[float, float, float, float]:
+    """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant, and the
+    commit backend's CPU µs per renewal."""
     admin = await asyncpg.connect(pg.dsn("postgres"))
     name = postgres.next_name()
     await postgres.clone(admin, name)
@@ -109,13 +116,22 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
             while await lease_events.derive(conn):
                 pass
             derived = backend_cpu(pid) - derived
+            renewed = backend_cpu(pid)
+            for first in range(WARM, WARM + count, batch):
+                ops = grants(subnet_id, first, batch, OpKind.ACK)
+                if gap:
+                    await asyncio.sleep(gap)
+                await leasestore.commit(conn, ops)
+                if not all(op.ok and op.event == "renewed" for op in ops):
+                    raise RuntimeError("a renewal was refused")
+            renewed = backend_cpu(pid) - renewed
         finally:
             await conn.close()
     finally:
         await postgres.drop(admin, name)
         await admin.close()
     done = count // batch * batch
-    return 1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done
+    return 1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done, 1e6 * renewed / done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,25 +152,27 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.gap_ms:g} ms idle before each, load {os.getloadavg()[0]:.1f}", flush=True)
     pg = postgres.start(durable=True)
     try:
-        runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+        runs: dict[str, list[tuple[float, float, float, float]]] = {n: [] for n in names}
         for _ in range(args.rounds):
             for variant in names:
                 runs[variant].append(asyncio.run(measure(pg, variant, args.batch, args.grants,
                                                            args.gap_ms / 1000)))
     finally:
         pg.stop()
-    def total(figures: tuple[float, float, float]) -> float:
+    def total(figures: tuple[float, float, float, float]) -> float:
         return figures[0] + figures[2]
 
     base = statistics.median(map(total, runs["base"])) if "base" in runs else None
     print(f"  {'variant':18s} {'commit CPU µs':>13s} {'commit wall µs':>14s} "
-          f"{'derive CPU µs':>13s} {'total vs base':>13s}   (per grant)")
+          f"{'derive CPU µs':>13s} {'total vs base':>13s} {'renew CPU µs':>12s}   "
+          "(per grant; renewal)")
     for variant, figures in runs.items():
-        cpu = statistics.median(c for c, _, _ in figures)
-        wall = statistics.median(w for _, w, _ in figures)
-        derive = statistics.median(d for _, _, d in figures)
+        cpu = statistics.median(f[0] for f in figures)
+        wall = statistics.median(f[1] for f in figures)
+        derive = statistics.median(f[2] for f in figures)
+        renew = statistics.median(f[3] for f in figures)
         diff = f"{statistics.median(map(total, figures)) - base:+13.1f}" if base is not None else ""
-        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {derive:13.1f} {diff}")
+        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {derive:13.1f} {diff:>13s} {renew:12.1f}")
     return 0
 
 

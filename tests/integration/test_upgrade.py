@@ -148,7 +148,15 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
         assert [r["version"] for r in applied] == VERSIONS
         assert {tuple(r) for r in old_applied} <= {tuple(r) for r in applied}  # not re-run
         assert await run_once(empty_dsn, migrate.migrate) == []
-        assert await run_once(empty_dsn, _rows) == old  # everything still there, unchanged
+        upgraded = await run_once(empty_dsn, _rows)
+        # Columns migration N added, each filled from what the rows held (this names the
+        # latest migration's, so the next one that adds a column must say how it fills it).
+        added = {table: set(upgraded[table][0]) - set(old[table][0])
+                 for table in TABLES if upgraded[table] and old[table]}
+        assert {table: names for table, names in added.items() if names} == {
+            "leases": {"sweep_at"}}  # 0014: the expiry sweep's time, at first the expiry
+        assert all(row.pop("sweep_at") == row["expires_at"] for row in upgraded["leases"])
+        assert upgraded == old  # everything still there, unchanged
 
         async with data.client(running) as anon:
             secret = data.ok(await anon.post("/tokens", json={"name": "a", "role": "admin"}))

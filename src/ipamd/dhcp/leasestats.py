@@ -40,7 +40,7 @@ async def table_rows(conn: asyncpg.Connection) -> float:
 
 
 # What the lease store's statements (leasestore.py) filter, join and order leases by.
-PLANNED_COLUMNS = ("subnet_id", "ip", "client_key", "state", "expires_at")
+PLANNED_COLUMNS = ("subnet_id", "ip", "client_key", "state", "sweep_at")
 # Rows sampled are 300 times this. Enough for these columns: unique or nearly (addresses,
 # clients, expiry times) or few values (subnets, states). The row count, which decides
 # between an index lookup and a scan, is taken from up to 3,000 of the table's pages

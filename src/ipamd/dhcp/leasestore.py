@@ -138,7 +138,9 @@ _END = """end_r AS (
     -- Release: the client's active lease. Decline: its offered or active lease.
     UPDATE leases l SET state = r.new_state, updated_at = now(),
         expires_at = CASE WHEN r.new_state = 'declined'
-                          THEN now() + make_interval(secs => r.seconds) ELSE now() END
+                          THEN now() + make_interval(secs => r.seconds) ELSE now() END,
+        sweep_at = CASE WHEN r.new_state = 'declined'
+                        THEN now() + make_interval(secs => r.seconds) ELSE now() END
     FROM end_r r
     WHERE l.subnet_id = r.subnet_id AND l.ip = ZERO + r.ip AND l.client_key = r.client_key
       AND (l.state = 'active' OR (l.state = 'offered' AND r.new_state = 'declined'))
@@ -148,10 +150,13 @@ _ACK = """ack_r AS (
     {rows}
 ), acked AS (
     -- ``old`` is the row as it was before this statement: offered means a grant.
+    -- sweep_at stays (unless the lease got shorter), so that a renewal is a heap-only
+    -- update: no index entry rewritten (migration 0014).
     UPDATE leases l SET
         state = 'active',
         starts_at = CASE WHEN old.state = 'offered' THEN now() ELSE l.starts_at END,
         expires_at = now() + make_interval(secs => r.seconds),
+        sweep_at = least(l.sweep_at, now() + make_interval(secs => r.seconds)),
         hostname = coalesce(r.hostname, l.hostname), fqdn = coalesce(r.fqdn, l.fqdn),
         circuit_id = r.circuit_id, remote_id = r.remote_id, giaddr = ZERO + r.giaddr,
         mac = coalesce(r.mac::macaddr, l.mac), client_id = coalesce(r.client_id, l.client_id),
@@ -175,10 +180,10 @@ _INSERT = """ins_r AS (
     -- the statement. Careful: it is simply not returned. (An Offer wrote nothing: another
     -- node may have granted the address since.)
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, client_id, duid, hostname, fqdn,
-                        circuit_id, remote_id, giaddr, starts_at, expires_at)
+                        circuit_id, remote_id, giaddr, starts_at, expires_at, sweep_at)
     SELECT subnet_id, ZERO + ip, state, client_key, mac::macaddr, client_id, duid,
            hostname, fqdn, circuit_id, remote_id, ZERO + giaddr, now(),
-           now() + make_interval(secs => seconds)
+           now() + make_interval(secs => seconds), now() + make_interval(secs => seconds)
     FROM ins_r WHERE subnet_id = ANY (ARRAY(SELECT id FROM ins_subnets))  -- no join: a filter
     ORDER BY subnet_id, ip
     {conflict}
@@ -263,7 +268,8 @@ WITH r AS (
       AND l.state = 'offered' AND l.ip <> {_ZERO} + r.ip
     RETURNING r.i, l.lease_id
 ), ended AS (
-    UPDATE leases l SET state = 'released', expires_at = now(), updated_at = now()
+    UPDATE leases l SET state = 'released', expires_at = now(), sweep_at = now(),
+        updated_at = now()
     FROM r
     WHERE l.subnet_id = r.subnet_id AND l.client_key = r.client_key
       AND l.state = 'active' AND l.ip <> {_ZERO} + r.ip
@@ -407,37 +413,46 @@ async def load_live(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
 
 
 # The expiry worker's change, any node: ``FOR UPDATE SKIP LOCKED`` lets every node run it.
+# A lease comes up at its sweep_at (migration 0014): ended if its time is up, else (renewed
+# since) it comes up again at its expiry.
 _EXPIRE = f"""
 WITH due AS (
-    SELECT lease_id, state FROM leases
-    WHERE state IN ('offered', 'active', 'declined') AND expires_at <= now()
-    ORDER BY expires_at LIMIT $1
+    SELECT lease_id, state, expires_at <= now() AS over FROM leases
+    WHERE state IN ('offered', 'active', 'declined') AND sweep_at <= now()
+    ORDER BY sweep_at LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM leases l USING due
-    WHERE l.lease_id = due.lease_id AND due.state = 'offered'
+    WHERE l.lease_id = due.lease_id AND due.over AND due.state = 'offered'
     RETURNING l.lease_id, l.subnet_id
 ), u AS (
     UPDATE leases l SET state = 'expired', updated_at = now()
-    FROM due WHERE l.lease_id = due.lease_id AND due.state <> 'offered'
+    FROM due WHERE l.lease_id = due.lease_id AND due.over AND due.state <> 'offered'
     RETURNING l.*, 'expired'::text AS event
+), later AS (
+    UPDATE leases l SET sweep_at = l.expires_at
+    FROM due WHERE l.lease_id = due.lease_id AND NOT due.over
+    RETURNING l.lease_id
 ){event_ctes("u", "event")}
-SELECT lease_id, subnet_id, event FROM u
-UNION ALL SELECT lease_id, subnet_id, NULL FROM gone
+SELECT lease_id, subnet_id, event, true AS ended FROM u
+UNION ALL SELECT lease_id, subnet_id, NULL, true FROM gone
+UNION ALL SELECT lease_id, NULL, NULL, false FROM later
 """
 
 
 async def expire_batch(
     conn: asyncpg.Connection, limit: int
-) -> list[tuple[uuid.UUID, uuid.UUID, Any]]:
-    """One batch, in the caller's transaction: (lease_id, subnet_id, event or None) per lease.
+) -> tuple[list[tuple[uuid.UUID, uuid.UUID, Any]], int]:
+    """One batch, in the caller's transaction: ((lease_id, subnet_id, event or None) per
+    lease ended, how many leases came up). Fewer than ``limit`` came up: nothing else is due.
 
     active -> expired and declined -> expired (probation over), each with its ``expired``
     event; a lapsed ``offered`` row (an Offer hold an earlier version wrote) is deleted: it
-    never was a lease, so it leaves no history.
+    never was a lease, so it leaves no history. A lease renewed since it was last looked at
+    comes up again at its expiry.
     """
     rows = await conn.fetch(_EXPIRE, limit)
-    return [(r["lease_id"], r["subnet_id"], r["event"]) for r in rows]
+    return [(r["lease_id"], r["subnet_id"], r["event"]) for r in rows if r["ended"]], len(rows)
 
 
 # $2: whether this is a lease event. An ``offered`` row (an earlier version's Offer hold)
@@ -446,7 +461,7 @@ async def expire_batch(
 _FORCE_RELEASE = f"""
 WITH u AS (
     UPDATE leases SET state = 'released', expires_at = least(expires_at, now()),
-        updated_at = now()
+        sweep_at = least(sweep_at, now()), updated_at = now()
     WHERE lease_id = $1 AND state IN ('offered', 'active', 'declined')
     RETURNING *, CASE WHEN $2 THEN 'released' END AS event
 ){event_ctes("u", "event")}

@@ -48,8 +48,8 @@ async def _fill(db: Database, subnet: uuid.UUID, count: int) -> None:
 
 
 def _shapes() -> list[str]:
-    """Every statement the committer can send."""
-    shapes = [leasestore._SUPERSEDE, leasestore._BLOCKERS]
+    """Every statement the committer can send, and the expiry sweep's."""
+    shapes = [leasestore._SUPERSEDE, leasestore._BLOCKERS, leasestore._EXPIRE]
     for mask in range(1, 8):
         present = tuple(bool(mask & (1 << k)) for k in range(3))
         for careful in (True, False) if present[2] else (True,):  # inserts trusting or not
@@ -151,7 +151,7 @@ async def test_lease_stats_analyze_only_the_planned_columns_from_a_small_sample(
     for column in PLANNED_COLUMNS:
         assert (stats[column]["bounds"] or 0) <= 11, column
         assert (stats[column]["common"] or 0) <= 10, column
-    assert max(stats[c]["bounds"] or 0 for c in ("ip", "client_key", "expires_at")) == 11
+    assert max(stats[c]["bounds"] or 0 for c in ("ip", "client_key", "sweep_at")) == 11
 
 
 async def test_lease_stats_leave_a_table_they_do_not_own_to_autovacuum(db: Database,

@@ -246,13 +246,92 @@ async def test_expiry_batch(db: Database, subnet: uuid.UUID) -> None:
                            "WHERE client_key <> 'future'")
 
     await db.run(age)
-    ended = await db.transaction(expire_batch, 100)
-    assert sorted(e[2] or "-" for e in ended) == ["-", "expired", "expired"]
+    ended, looked = await db.transaction(expire_batch, 100)
+    assert sorted(e[2] or "-" for e in ended) == ["-", "expired", "expired"] and looked == 3
     rows = await _q(db, "SELECT client_key, state FROM leases ORDER BY client_key")
     assert rows == [{"client_key": b"a", "state": "expired"},
                     {"client_key": b"d", "state": "expired"},
                     {"client_key": b"future", "state": "offered"}]
-    assert await db.transaction(expire_batch, 100) == []
+    assert await db.transaction(expire_batch, 100) == ([], 0)
+
+
+async def test_a_renewal_rewrites_no_index_entry(db: Database, subnet: uuid.UUID) -> None:
+    """Renewals are heap-only updates (migration 0014): no index names a column they change.
+    (An index on expires_at, say, would fail this.)"""
+    ops = [_op(OpKind.INSERT, subnet, f"127.77.1.{20 + n}", b"h%d" % n, 600,
+               hostname=f"pc{n}") for n in range(5)]
+    await _commit(db, *ops)
+
+    async def renew(conn: Any) -> Any:
+        async with conn.transaction():  # the transaction's own counts (pg_stat_xact_*)
+            renewals = [_op(OpKind.ACK, subnet, f"127.77.1.{20 + n}", b"h%d" % n, 900,
+                            hostname=f"pc{n}-renamed", giaddr=ip("127.77.0.9"))
+                        for n in range(5)]
+            await leasestore._main(conn, renewals, trusting=False)
+            assert all(op.ok and op.event == "renewed" for op in renewals)
+            return await conn.fetchrow(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                "WHERE relname = 'leases'")
+
+    counts = await db.run(renew)
+    assert counts["n_tup_upd"] == 5 and counts["n_tup_hot_upd"] == 5
+    rows = await _q(db, "SELECT sweep_at < expires_at AS earlier FROM leases")
+    assert rows == [{"earlier": True}] * 5  # sweep_at stayed at the grant's expiry
+
+
+async def test_sweep_at_never_passes_expires_at_whoever_writes(db: Database,
+                                                               subnet: uuid.UUID) -> None:
+    """The rule the expiry sweep relies on, kept by a trigger for writers that do not set
+    sweep_at or move a lease's expiry earlier (here: plain SQL)."""
+    old = await _legacy_offer(db, subnet, "127.77.1.30", b"s", 600)  # no sweep_at given
+
+    async def read(conn: Any) -> Any:
+        return await conn.fetchrow("SELECT sweep_at = expires_at AS same, "
+                                   "sweep_at < expires_at AS earlier FROM leases "
+                                   "WHERE lease_id = $1", old)
+
+    async def move(conn: Any, seconds: int) -> None:
+        await conn.execute("UPDATE leases SET expires_at = now() + make_interval(secs => $2) "
+                           "WHERE lease_id = $1", old, seconds)
+
+    assert dict(await db.run(read)) == {"same": True, "earlier": False}
+    await db.run(move, 1200)  # later: the sweep looks at the old time first
+    assert dict(await db.run(read)) == {"same": False, "earlier": True}
+    await db.run(move, 10)  # earlier than sweep_at was: sweep_at follows
+    assert dict(await db.run(read)) == {"same": True, "earlier": False}
+
+
+async def test_a_renewed_lease_comes_up_at_its_sweep_time_then_ends_at_its_expiry(
+        db: Database, subnet: uuid.UUID) -> None:
+    await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.40", b"r", 600),
+                  _op(OpKind.INSERT, subnet, "127.77.1.41", b"q", 600))
+    await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.40", b"r", 900))
+
+    async def pass_sweep_time(conn: Any) -> None:  # both reach the grant's expiry
+        await conn.execute("UPDATE leases SET sweep_at = now() - interval '1 second'")
+        await conn.execute("UPDATE leases SET expires_at = now() - interval '1 second' "
+                           "WHERE client_key = 'q'")
+
+    await db.run(pass_sweep_time)
+    # One at a time, the sweep's worker asks for batches of 1: the renewed lease is looked
+    # at (not ended: it comes up again at its expiry), the other ends.
+    first = await db.transaction(expire_batch, 1)
+    second = await db.transaction(expire_batch, 1)
+    assert sorted([len(first[0]), len(second[0])]) == [0, 1]
+    assert first[1] == second[1] == 1
+    assert await db.transaction(expire_batch, 1) == ([], 0)  # nothing else due now
+    rows = await _q(db, "SELECT client_key, state, sweep_at = expires_at AS swept "
+                        "FROM leases ORDER BY client_key")
+    assert rows == [{"client_key": b"q", "state": "expired", "swept": False},
+                    {"client_key": b"r", "state": "active", "swept": True}]
+
+    async def pass_expiry(conn: Any) -> None:
+        await conn.execute("UPDATE leases SET expires_at = now() - interval '1 second' "
+                           "WHERE client_key = 'r'")
+
+    await db.run(pass_expiry)
+    ended, looked = await db.transaction(expire_batch, 10)
+    assert [e[2] for e in ended] == ["expired"] and looked == 1
     topics = [r["topic"] for r in await _q(db, "SELECT topic FROM events ORDER BY id")
               if r["topic"].startswith("lease.")]
     assert topics.count("lease.expired") == 2
