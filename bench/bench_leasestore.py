@@ -10,7 +10,8 @@ in batches of --batch, and prints the CPU the PostgreSQL backend spent per grant
 /proc, so it counts only that session's process) and the wall time per grant; then it
 derives the journal rows those grants wrote (``core.lease_events.derive``, as the deriver
 does, DERIVE_BATCH at a time) and prints that CPU per grant too; then it renews those leases
-(the same clients' Acks again, in the same batches) and prints the backend's CPU per renewal.
+(the same clients' Acks again, in the same batches) and prints the backend's CPU per renewal,
+for its commit and for deriving its journal row (the fold extends the open interval).
 
 Variants take one part away (``expiry_index`` adds one), so the difference to ``base`` is
 that part's cost (they are measurements, not configurations: every part is there for a
@@ -86,9 +87,9 @@ def grants(subnet_id: object, first: int, count: int, kind: OpKind = OpKind.INSE
 
 
 async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
-                  gap: float = 0.0) -> tuple[float, float, float, float]:
-    """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant, and the
-    commit backend's CPU µs per renewal."""
+                  gap: float = 0.0) -> tuple[float, float, float, float, float]:
+    """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant, then
+    (commit, derive) backend CPU µs per renewal."""
     admin = await asyncpg.connect(pg.dsn("postgres"))
     name = postgres.next_name()
     await postgres.clone(admin, name)
@@ -125,13 +126,18 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
                 if not all(op.ok and op.event == "renewed" for op in ops):
                     raise RuntimeError("a renewal was refused")
             renewed = backend_cpu(pid) - renewed
+            folded = backend_cpu(pid)
+            while await lease_events.derive(conn):
+                pass
+            folded = backend_cpu(pid) - folded
         finally:
             await conn.close()
     finally:
         await postgres.drop(admin, name)
         await admin.close()
     done = count // batch * batch
-    return 1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done, 1e6 * renewed / done
+    return (1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done, 1e6 * renewed / done,
+            1e6 * folded / done)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,27 +158,29 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.gap_ms:g} ms idle before each, load {os.getloadavg()[0]:.1f}", flush=True)
     pg = postgres.start(durable=True)
     try:
-        runs: dict[str, list[tuple[float, float, float, float]]] = {n: [] for n in names}
+        runs: dict[str, list[tuple[float, float, float, float, float]]] = {n: [] for n in names}
         for _ in range(args.rounds):
             for variant in names:
                 runs[variant].append(asyncio.run(measure(pg, variant, args.batch, args.grants,
                                                            args.gap_ms / 1000)))
     finally:
         pg.stop()
-    def total(figures: tuple[float, float, float, float]) -> float:
+    def total(figures: tuple[float, float, float, float, float]) -> float:
         return figures[0] + figures[2]
 
     base = statistics.median(map(total, runs["base"])) if "base" in runs else None
     print(f"  {'variant':18s} {'commit CPU µs':>13s} {'commit wall µs':>14s} "
-          f"{'derive CPU µs':>13s} {'total vs base':>13s} {'renew CPU µs':>12s}   "
-          "(per grant; renewal)")
+          f"{'derive CPU µs':>13s} {'total vs base':>13s} {'renew CPU µs':>12s} "
+          f"{'derive µs':>9s}   (per grant; per renewal)")
     for variant, figures in runs.items():
         cpu = statistics.median(f[0] for f in figures)
         wall = statistics.median(f[1] for f in figures)
         derive = statistics.median(f[2] for f in figures)
         renew = statistics.median(f[3] for f in figures)
+        fold = statistics.median(f[4] for f in figures)
         diff = f"{statistics.median(map(total, figures)) - base:+13.1f}" if base is not None else ""
-        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {derive:13.1f} {diff:>13s} {renew:12.1f}")
+        print(f"  {variant:18s} {cpu:13.1f} {wall:14.1f} {derive:13.1f} {diff:>13s} {renew:12.1f} "
+              f"{fold:9.1f}")
     return 0
 
 
