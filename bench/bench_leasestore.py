@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -86,6 +87,27 @@ def grants(subnet_id: object, first: int, count: int, kind: OpKind = OpKind.INSE
     return ops
 
 
+async def _commit_all(conn: asyncpg.Connection, subnet_id: object, kind: OpKind, event: str,
+                      batch: int, count: int, gap: float) -> float:
+    """The bench's clients' ops of ``kind``, in batches; seconds spent in ``commit``."""
+    wall = 0.0
+    for first in range(WARM, WARM + count, batch):
+        ops = grants(subnet_id, first, batch, kind)
+        if gap:
+            await asyncio.sleep(gap)  # an idle database between batches (light load)
+        started = time.perf_counter()
+        await leasestore.commit(conn, ops)
+        wall += time.perf_counter() - started
+        if not all(op.ok and op.event == event for op in ops):
+            raise RuntimeError(f"an op was refused, or not {event}")
+    return wall
+
+
+async def _derive_all(conn: asyncpg.Connection) -> None:
+    while await lease_events.derive(conn):
+        pass
+
+
 async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
                   gap: float = 0.0) -> tuple[float, float, float, float, float]:
     """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant, then
@@ -102,42 +124,24 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
             pid = await conn.fetchval("SELECT pg_backend_pid()")
             await leasestore.commit(conn, grants(subnet_id, 0, WARM))
             await lease_events.derive_all(conn)
-            cpu, wall = backend_cpu(pid), 0.0
-            for first in range(WARM, WARM + count, batch):
-                ops = grants(subnet_id, first, batch)
-                if gap:
-                    await asyncio.sleep(gap)  # an idle database between batches (light load)
-                started = time.perf_counter()
-                await leasestore.commit(conn, ops)
-                wall += time.perf_counter() - started
-                if not all(op.ok for op in ops):
-                    raise RuntimeError("a grant was refused")
-            cpu = backend_cpu(pid) - cpu
-            derived = backend_cpu(pid)
-            while await lease_events.derive(conn):
-                pass
-            derived = backend_cpu(pid) - derived
-            renewed = backend_cpu(pid)
-            for first in range(WARM, WARM + count, batch):
-                ops = grants(subnet_id, first, batch, OpKind.ACK)
-                if gap:
-                    await asyncio.sleep(gap)
-                await leasestore.commit(conn, ops)
-                if not all(op.ok and op.event == "renewed" for op in ops):
-                    raise RuntimeError("a renewal was refused")
-            renewed = backend_cpu(pid) - renewed
-            folded = backend_cpu(pid)
-            while await lease_events.derive(conn):
-                pass
-            folded = backend_cpu(pid) - folded
+            spent = [backend_cpu(pid)]  # the backend's CPU after each part
+            wall = await _commit_all(conn, subnet_id, OpKind.INSERT, "granted", batch, count, gap)
+            spent.append(backend_cpu(pid))
+            await _derive_all(conn)
+            spent.append(backend_cpu(pid))
+            await _commit_all(conn, subnet_id, OpKind.ACK, "renewed", batch, count, gap)
+            spent.append(backend_cpu(pid))
+            await _derive_all(conn)
+            spent.append(backend_cpu(pid))
         finally:
             await conn.close()
     finally:
         await postgres.drop(admin, name)
         await admin.close()
     done = count // batch * batch
-    return (1e6 * cpu / done, 1e6 * wall / done, 1e6 * derived / done, 1e6 * renewed / done,
-            1e6 * folded / done)
+    granted, derived, renewed, folded = (b - a for a, b in itertools.pairwise(spent))
+    return (1e6 * granted / done, 1e6 * wall / done, 1e6 * derived / done,
+            1e6 * renewed / done, 1e6 * folded / done)
 
 
 def main(argv: list[str] | None = None) -> int:
