@@ -111,8 +111,18 @@ class DhcpAtCeiling:
         return self.busy
 
 
+# Lease changes a second that make a storm below the ceiling, for what waits one out.
+# Full garbage collections: each walks the whole lease cache (LeaseChurn's docstring).
+GC_CHURN_PER_SECOND = 500.0
+# The lease journal's deriver: it costs PostgreSQL 35-40 µs of CPU a change, as much as the
+# change's own commit, so from this rate on it would take a tenth of a core from the storm's
+# clients. In lab runs at 9,000 DORA/s, still under the ceiling, it ran through the storm in
+# 50 ms rounds and took a third of the database's CPU (2026-11-29).
+DERIVE_CHURN_PER_SECOND = 2_000.0
+
+
 class LeaseChurn:
-    """Is this node's DHCP server writing lease changes fast: at least CHANGES_PER_SECOND
+    """Is this node's DHCP server writing lease changes fast: at least ``per_second``
     committed since the last look; calm again only after IDLE_AFTER_SECONDS below it.
 
     A storm below the ceiling (DhcpAtCeiling says no) still grows the lease cache, and every
@@ -123,14 +133,15 @@ class LeaseChurn:
     as soon as the clients came back for the addresses they had (renewals: no growth, the
     same load) and overflowed it again; so the signal is the rate of changes, whatever they
     are. A network's steady renewals stay far below it (100,000 clients on one-hour leases
-    renew ~60 a second).
+    renew ~60 a second): GC_CHURN_PER_SECOND for the gc pacer, DERIVE_CHURN_PER_SECOND for
+    the lease journal's deriver.
     """
 
-    CHANGES_PER_SECOND = 500.0
     IDLE_AFTER_SECONDS = 1.0
 
-    def __init__(self, state: AppState) -> None:
+    def __init__(self, state: AppState, per_second: float) -> None:
         self.state = state
+        self.per_second = per_second
         self.busy = False
         self._last: tuple[float, int] | None = None  # (time, lease changes so far)
         self._calm_since: float | None = None
@@ -144,7 +155,7 @@ class LeaseChurn:
         last, self._last = self._last, (now, changes)
         if last is None or now <= last[0]:
             return self.busy
-        if (changes - last[1]) / (now - last[0]) >= self.CHANGES_PER_SECOND:
+        if (changes - last[1]) / (now - last[0]) >= self.per_second:
             self.busy, self._calm_since = True, None
         elif self.busy:
             self._calm_since = self._calm_since or now
@@ -175,13 +186,15 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     found: list[tuple[str, Service]] = [("housekeeping", housekeep)]
     found.append(("history_retention", history_retention.run))
     # Every node: lease changes' history rows and outbox events (core/lease_events.py),
-    # held back while this node's DHCP server is at its ceiling (a storm's DHCP first).
-    found.append(("lease_journal", functools.partial(lease_journal.run,
-                                                     at_ceiling=DhcpAtCeiling(state))))
+    # held back while this node's DHCP server is at its ceiling or commits lease changes
+    # fast (a storm's DHCP first).
+    found.append(("lease_journal", functools.partial(lease_journal.run, at_ceiling=either(
+        DhcpAtCeiling(state), LeaseChurn(state, DERIVE_CHURN_PER_SECOND)))))
     # Full garbage collections (a pause that grows with the lease cache) wait out a storm,
     # and a stream of lease changes below the ceiling.
     found.append(("gc_pacer", functools.partial(
-        gc_pacer.run, at_ceiling=either(DhcpAtCeiling(state), LeaseChurn(state)))))
+        gc_pacer.run, at_ceiling=either(DhcpAtCeiling(state),
+                                       LeaseChurn(state, GC_CHURN_PER_SECOND)))))
     if state.config.outbox.enabled:
         outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
         found.append(("outbox", outbox))

@@ -2,7 +2,9 @@
 commit worker was busy half a sample or more; idle again only after a calm second. And the
 gc pacer's other signal (runtime.LeaseChurn): many lease changes a second. The DHCP
 server here is a stand-in whose saturated seconds the test sets (a storm cannot be made to
-order in a unit test; the bench makes real ones)."""
+order in a unit test; the bench makes real ones). Last, which signal holds what in the
+appliance (runtime.services): the lease journal's deriver and the gc pacer each at its own
+rate of lease changes."""
 
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ from types import SimpleNamespace
 import trio
 import trio.testing
 
-from ipamd.runtime import DhcpAtCeiling, LeaseChurn, either
+from ipamd import runtime
+from ipamd.runtime import (
+    DERIVE_CHURN_PER_SECOND,
+    GC_CHURN_PER_SECOND,
+    DhcpAtCeiling,
+    LeaseChurn,
+    either,
+)
 
 
 class Dhcp:
@@ -87,9 +96,9 @@ async def _churn(signal: LeaseChurn, dhcp: Churn, per_second: float) -> bool:
 async def test_lease_changes_below_the_ceiling_then_a_calm_second(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Churn()
-    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp))  # type: ignore[arg-type]
+    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp), GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     assert signal() is False
-    steady = LeaseChurn.CHANGES_PER_SECOND / 2  # a network's renewals
+    steady = GC_CHURN_PER_SECOND / 2  # a network's renewals
     assert [await _churn(signal, dhcp, steady) for _ in range(8)] == [False] * 8
     assert await _churn(signal, dhcp, 8_000) is True  # a storm
     # A short lull keeps it on; a calm second ends it.
@@ -101,7 +110,7 @@ async def test_lease_changes_below_the_ceiling_then_a_calm_second(
 
 async def test_no_dhcp_server_means_no_churn(autojump_clock: trio.testing.MockClock) -> None:
     state = SimpleNamespace(dhcp=Churn())
-    signal = LeaseChurn(state)  # type: ignore[arg-type]
+    signal = LeaseChurn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     signal()
     state.dhcp.changes += 10_000
     await trio.sleep(0.25)
@@ -122,3 +131,44 @@ def test_either_asks_every_signal() -> None:
     assert either(signal("a", True), signal("b", False))() is True
     assert asked == ["a", "b"]  # the second sampled too, though the first said yes
     assert either(signal("c", False), signal("d", False))() is False
+
+
+class Server(Dhcp, Churn):
+    """Both figures: the ceiling's and the lease changes'."""
+
+    def __init__(self) -> None:
+        Dhcp.__init__(self)
+        Churn.__init__(self)
+
+
+def _holds(state: SimpleNamespace) -> dict[str, Callable[[], bool]]:
+    """The storm signal each holding service of the appliance is given."""
+    return {name: service.keywords["at_ceiling"]  # type: ignore[attr-defined]
+            for name, service in runtime.services(state)  # type: ignore[arg-type]
+            if name in ("lease_journal", "gc_pacer")}
+
+
+async def test_the_deriver_waits_out_a_storm_below_the_ceiling_from_its_own_rate(
+        autojump_clock: trio.testing.MockClock) -> None:
+    off = SimpleNamespace(enabled=False)
+    dhcp = Server()
+    state = SimpleNamespace(dhcp=dhcp, config=SimpleNamespace(outbox=off, dns=off, dhcp=off,
+                                                               ops=off))
+    holds = _holds(state)
+    assert sorted(holds) == ["gc_pacer", "lease_journal"]
+    assert [hold() for hold in holds.values()] == [False, False]
+
+    async def look(per_second: float) -> dict[str, bool]:
+        dhcp.changes += int(per_second / 4)
+        await trio.sleep(0.25)
+        return {name: hold() for name, hold in holds.items()}
+
+    # Between the two rates: the collections wait, the history rows and events do not (the
+    # deriver's cost is then a few per cent of a core).
+    between = (GC_CHURN_PER_SECOND + DERIVE_CHURN_PER_SECOND) / 2
+    assert await look(between) == {"lease_journal": False, "gc_pacer": True}
+    # A storm the server keeps up with (its saturated and receiving seconds stay 0: never at
+    # its ceiling): both wait.
+    assert await look(DERIVE_CHURN_PER_SECOND * 4) == {"lease_journal": True, "gc_pacer": True}
+    # Calm for a second: both go on.
+    assert [await look(0) for _ in range(5)][-1] == {"lease_journal": False, "gc_pacer": False}

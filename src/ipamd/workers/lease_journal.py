@@ -10,12 +10,14 @@ when it stopped). It waits ``GATHER_SECONDS`` first, so that many commits are de
 one statement.
 
 While this node's DHCP server is at its ceiling (a lease storm: ``runtime.DhcpAtCeiling``,
-the signal that holds DNS delivery back too) it holds off (``workers/storm``, at most 60 s
-a storm): deriving costs the database about as much CPU per lease as the lease's own commit,
-and in a storm that CPU answers clients instead. The rows wait durably in the journal; the
-storm's events, DNS updates and history rows follow it (the metrics show the journal's rows
-and its oldest row's age). A history question asked meanwhile still derives first. A storm
-longer than the hold is derived through as usual, so nothing waits much longer than that.
+the signal that holds DNS delivery back too), or commits lease changes fast
+(``runtime.LeaseChurn`` at ``DERIVE_CHURN_PER_SECOND``: a storm it keeps up with), it holds
+off (``workers/storm``, at most 60 s a storm): deriving costs the database about as much
+CPU per lease as the lease's own commit, and in a storm that CPU answers clients instead.
+The rows wait durably in the journal; the storm's events, DNS updates and history rows
+follow it (the metrics show the journal's rows and its oldest row's age). A history
+question asked meanwhile still derives first. A storm longer than the hold is derived
+through as usual, so nothing waits much longer than that.
 """
 
 from __future__ import annotations
