@@ -222,7 +222,7 @@ class Committer:
         return batch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        self._sessions = await open_commit_db(self.db, self.workers)
+        self._sessions = await open_commit_db(self.db, self.workers, leasestore.warm)
         try:
             async with trio.open_nursery() as nursery:
                 for _ in range(self.workers):

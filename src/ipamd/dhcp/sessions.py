@@ -11,11 +11,14 @@ The session settings are fixed when a connection opens:
 ``plan_cache_mode = force_generic_plan``: each statement shape is planned once per
 connection (and again whenever the lease table's statistics change, see ``leasestats``).
 With the array sizes known a custom plan is made per batch, which costs milliseconds for
-the batch statement and finds nothing better.
+the batch statement and finds nothing better. Each new session (at start, and in place of
+one lost) is then warmed by the committer's ``warm`` (``leasestore.warm``) before it takes
+a batch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -30,11 +33,19 @@ SESSION_SETTINGS = {
 }
 
 
+Warm = Callable[[asyncpg.Connection], Awaitable[None]]
+
+
+async def _cold(_conn: asyncpg.Connection) -> None:
+    """No warm-up."""
+
+
 class Connections:
     """A fixed set of connections, used from the asyncio side only (inside the bridge)."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, warm: Warm = _cold) -> None:
         self._dsn = dsn
+        self._warm = warm
         self._free: list[asyncpg.Connection] = []
         self._closed = False
 
@@ -42,8 +53,14 @@ class Connections:
         # A batch waits for this: a short timeout turns an unreachable database into a
         # failed batch (its clients retransmit) instead of a long stall. The crossing's
         # deadline bounds each unit; no per-query timers (db.bridge.NO_TIMERS).
-        return await asyncpg.connect(self._dsn, server_settings=SESSION_SETTINGS, timeout=10,
+        conn = await asyncpg.connect(self._dsn, server_settings=SESSION_SETTINGS, timeout=10,
                                      **NO_TIMERS)
+        try:
+            await self._warm(conn)
+        except BaseException:
+            conn.terminate()
+            raise
+        return conn
 
     async def open(self, size: int) -> None:
         for _ in range(size):
@@ -103,9 +120,10 @@ async def _open(_conn: asyncpg.Connection, connections: Connections, size: int) 
     await connections.open(size)
 
 
-async def open_commit_db(db: Database, size: int) -> Database:
-    """A Database over ``size`` dedicated committer sessions, on the same server as ``db``."""
-    connections = Connections(db.dsn)
+async def open_commit_db(db: Database, size: int, warm: Warm = _cold) -> Database:
+    """A Database over ``size`` dedicated committer sessions, on the same server as ``db``;
+    ``warm(conn)`` runs on each new session before it is used."""
+    connections = Connections(db.dsn, warm)
     await db.run(_open, connections, size)
     pool: Any = connections  # used by Database exactly as it uses an asyncpg pool
     return Database(pool, db.dsn, db.outage)  # one outage, one warning, whichever notices

@@ -176,3 +176,30 @@ async def test_lease_stats_leave_a_table_they_do_not_own_to_autovacuum(db: Datab
             await conn.execute("DROP ROLE ipamd_test_reader")
 
         await db.run(drop_role)
+
+
+async def test_a_warmed_session_has_planned_the_storm_shapes_and_written_nothing(
+        db: Database, subnet: uuid.UUID) -> None:
+    async def warmed(conn: Any) -> tuple[list[Any], int, int]:
+        await leasestore.warm(conn)
+        plans = await conn.fetch("SELECT statement, generic_plans FROM pg_prepared_statements")
+        return (plans, await conn.fetchval("SELECT count(*) FROM leases"),
+                await conn.fetchval("SELECT count(*) FROM lease_journal"))
+
+    sessions = await open_commit_db(db, 1)
+    try:
+        plans, leases, journal = await sessions.run(warmed)
+    finally:
+        await sessions.close()
+    planned = {row["statement"]: row["generic_plans"] for row in plans}
+    for present in leasestore.WARM_SHAPES:
+        assert planned[leasestore._main_sql(present, careful=False)] == 1
+    assert (leases, journal) == (0, 0)
+    # And a warmed session's first batch goes in as any other.
+    grants = [Op(OpKind.INSERT, subnet, BASE + n, _key(n), 3600) for n in range(3)]
+    sessions = await open_commit_db(db, 1, leasestore.warm)
+    try:
+        await sessions.run(leasestore.commit, grants)
+    finally:
+        await sessions.close()
+    assert all(op.ok and op.event == "granted" for op in grants)

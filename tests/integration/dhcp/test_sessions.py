@@ -55,3 +55,32 @@ async def test_sessions_are_kept_settled_and_replaced_when_in_doubt(db: Database
     with trio.fail_after(10):  # a terminated backend goes away on its own time
         while await db.run(live):
             await trio.sleep(0.05)
+
+
+async def test_each_new_session_is_warmed_before_its_first_unit(db: Database) -> None:
+    warmed: list[int] = []
+
+    async def warm(conn: Any) -> None:
+        warmed.append(await conn.fetchval("SELECT pg_backend_pid()"))
+
+    sessions = await open_commit_db(db, 2, warm)
+    try:
+        assert len(set(warmed)) == 2  # both, at open
+        pid, _mode = await sessions.run(_backend)
+        assert pid in warmed
+        with pytest.raises(RuntimeError):
+            await sessions.run(_other_error)  # the session is dropped...
+        async with trio.open_nursery() as nursery:  # ...and both in use: one new, warmed
+            for _ in range(2):
+                nursery.start_soon(sessions.run, _backend)
+        assert len(set(warmed)) == 3
+    finally:
+        await sessions.close()
+
+
+async def test_a_session_whose_warm_up_fails_is_not_used(db: Database) -> None:
+    async def warm(conn: Any) -> None:
+        await conn.execute("SELECT 1/0")
+
+    with pytest.raises(asyncpg.DivisionByZeroError):
+        await open_commit_db(db, 1, warm)
