@@ -50,7 +50,7 @@ from bench.appliance import (  # noqa: E402
     running,
     wait_dhcp,
 )
-from bench.machine import StealMeter  # noqa: E402
+from bench.machine import MachineMeter  # noqa: E402
 from tests.support import postgres  # noqa: E402
 from tests.support.bind import free_port  # noqa: E402
 
@@ -125,10 +125,10 @@ def start_wrk(url: str, script: Path, clients: int, seconds: int) -> subprocess.
 
 
 def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
-               load: float, steal: StealMeter) -> dict[str, Any]:
+               load: float, steal: MachineMeter) -> dict[str, Any]:
     out, _ = proc.communicate(timeout=300)
     cpu = app.cpu_seconds() - cpu_before
-    steal_pct = steal.percent()
+    steal_pct = steal.steal_percent()
     lines = [line for line in out.splitlines() if line.startswith("WRK ")]
     if proc.returncode != 0 or not lines:
         raise BenchError(f"wrk exited {proc.returncode}: {out[-400:]}")
@@ -170,7 +170,7 @@ def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[st
     settled(app.api_port)
     load = os.getloadavg()[0]
     cpu = app.cpu_seconds()
-    steal = StealMeter().start()
+    steal = MachineMeter().start()
     wrk = start_wrk(app.base + PATH, script, clients, seconds)
     time.sleep(min(1.0, seconds / 2))
     split = connections_by_process(app.api_port)
@@ -252,7 +252,7 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
                 client += count
                 load = os.getloadavg()[0]
                 cpu = app.cpu_seconds()
-                steal = StealMeter().start()
+                steal = MachineMeter().start()
                 wrk = start_wrk(app.base + PATH, script, 8, seconds)
                 with_api.append(dora_load(sock, server, count, client, 256, False,
                                           rate=half, seconds=seconds + 10))

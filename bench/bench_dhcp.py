@@ -46,8 +46,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx  # noqa: E402
-from dhcp_figures import CpuMeter, dora_latencies, percentile, server_figures  # noqa: E402
-from machine import StealMeter  # noqa: E402
+from dhcp_figures import (  # noqa: E402
+    ClientMeter,
+    CpuMeter,
+    dora_latencies,
+    percentile,
+    server_figures,
+)
+from machine import MachineMeter  # noqa: E402
 from tests.support import netns  # noqa: E402
 
 from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
@@ -96,6 +102,10 @@ class Result:
     overload: bool = False        # the run offered twice the server's measured ceiling
     load: float | None = None     # 1-minute load average when the run started
     steal_pct: float | None = None  # the host's steal share of this VM's CPU during the run
+    # perfdhcp while it sent: seconds a second it ran, and waited for a core (ClientMeter)
+    client_ran: float | None = None
+    client_waited: float | None = None
+    idle_pct: float | None = None  # the share of both cores that sat idle meanwhile
     # Datagrams the kernel dropped because a socket's receive buffer was full, during the
     # run: at the server (srv namespace) and at perfdhcp (rly namespace).
     overflow_srv: int = 0
@@ -503,7 +513,8 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
         meter = CpuMeter(proc.pid, database, PG_USER)
         meter.start()
-        steal = StealMeter().start()
+        steal = MachineMeter().start()
+        client = ClientMeter("perfdhcp", args.period).start()
         # -x t: every completed exchange's timestamps, printed at the end (the percentiles)
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
                             "-W", "1000000", "-x", "t", timeout=args.period + 60)
@@ -518,7 +529,9 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
             except BenchError:
                 derived_after = math.inf  # not within the timeout: the CPU misses the rest
         cpu = meter.seconds()
-        steal_pct = steal.percent()
+        steal_pct = steal.steal_percent()
+        client_times = client.result()
+        idle_pct = client.cores.idle_percent() if client_times is not None else None
         after = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
     (rig.out / f"{label}.perfdhcp.txt").write_text(done.stdout + done.stderr)
     if done.returncode not in (0, 3):  # 3: some exchanges did not complete (drops)
@@ -527,6 +540,9 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     result = to_result(server, rate, args.period, parse_perfdhcp(done.stdout), done.stdout)
     result.load = load
     result.steal_pct = steal_pct
+    if client_times is not None:
+        result.client_ran, result.client_waited = (round(v, 2) for v in client_times)
+        result.idle_pct = idle_pct
     result.overload = overload
     result.derived_after_s = None if derived_after == math.inf else derived_after
     if derived_after == math.inf:
@@ -610,6 +626,7 @@ def row(r: Result, at: dict[str, Result]) -> str:
             f"{fmt(r.p99_ms, 1):>8} {fmt(r.max_ms, 1):>8} {fmt(r.cpu_us, 0):>8} "
             f"{fmt(r.cpu_db_us, 0):>7}  {vs_pg:>9} "
             f"{vs_mem:>10} {fmt(r.load, 1):>5} {fmt(r.steal_pct, 1):>6} "
+            f"{f'{fmt(r.client_ran, 2)}/{fmt(r.client_waited, 2)}':>11} {fmt(r.idle_pct, 0):>5} "
             f"{f'{r.overflow_srv}/{r.overflow_rly}':>12}  "
             f"{r.note}")
 
@@ -657,7 +674,8 @@ def overload_summary(results: list[Result], servers: list[str]) -> list[str]:
 def table(results: list[Result], servers: list[str]) -> str:
     rows = [f"{'rate':>6}  {'server':<10} {'DORA/s':>9} {'drops':>7} {'drop%':>6} "
             f"{'avg ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU us':>8} {'of db':>7}  "
-            f"{'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} {'steal%':>6} {'ovfl srv/rly':>12}  note"]
+            f"{'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} {'steal%':>6} {'client r/w':>11} {'idle%':>5} "
+            f"{'ovfl srv/rly':>12}  note"]
     sweep = [r for r in results if not r.overload]
     for rate in sorted({r.rate for r in sweep}):
         at = {r.server: r for r in sweep if r.rate == rate}
@@ -669,7 +687,11 @@ def table(results: list[Result], servers: list[str]) -> str:
         rows += [row(r, {}) for r in overloads]
         rows.append("")
     rows.append("load: 1-minute load average at the start of the run (2 cores); steal%: the "
-                "host's share of this VM's CPU time during the run (bench/machine.py); ovfl srv/rly: "
+                "host's share of this VM's CPU time during the run (bench/machine.py); client r/w: "
+                "seconds a second perfdhcp ran / waited for a core while it sent (it needs "
+                "about a core at 10,000/s: a wait means the server's processes took its "
+                "time); idle%: the share of both cores idle meanwhile (a wait beside idle "
+                "time is processes queued on one core while the other idled); ovfl srv/rly: "
                 "datagrams dropped by a full socket buffer at the server / at perfdhcp; "
                 "p50/p99: Discover->Ack of completed DORAs; CPU us: per Ack, the server's "
                 "processes and its PostgreSQL backends (of db: the backends), for ipamd "
@@ -716,7 +738,10 @@ def report(result: Result, what: str = "") -> None:
     print(f"  {where:<20} DORA/s {fmt(result.dora_per_s, 1):>9}"
           f"  drops {result.drops:>6}  avg {fmt(result.avg_ms, 2)} ms"
           f"  p50 {fmt(result.p50_ms, 2)} ms  CPU {fmt(result.cpu_us, 0)} us/DORA"
-          f"  load {fmt(result.load, 1)}  steal {fmt(result.steal_pct, 1)}%  {what} {result.note}",
+          f"  load {fmt(result.load, 1)}  steal {fmt(result.steal_pct, 1)}%"
+          f"  client {fmt(result.client_ran, 2)}/{fmt(result.client_waited, 2)} s/s"
+          f"  idle {fmt(result.idle_pct, 0)}%"
+          f"  {what} {result.note}",
           flush=True)
 
 

@@ -1,5 +1,6 @@
 """Figures of the DHCP bench that perfdhcp does not print: DORA latency percentiles (from its
-per-exchange timestamps, ``-x t``) and the CPU a server spent (from /proc).
+per-exchange timestamps, ``-x t``), the CPU a server spent, and how perfdhcp itself fared on the
+shared cores (from /proc).
 
 Pure functions over perfdhcp's text and /proc, so the bench and its unit test share them.
 """
@@ -10,7 +11,11 @@ import bisect
 import math
 import os
 import re
+import threading
+import time
 from pathlib import Path
+
+from machine import MachineMeter
 
 _STAMPS = re.compile(r"\*\*\*Timestamps for packets: (\S+)\*\*\*\n((?:sent / received: .*\n?)*)")
 _PAIR = re.compile(r"sent / received: ([\d.]+) / ([\d.]+)")
@@ -174,3 +179,86 @@ class CpuMeter:
         spent = {pid: self._last[pid] - self._first.get(pid, 0.0) for pid in self._last}
         server = sum(v for pid, v in spent.items() if pid not in backends)
         return server, sum(v for pid, v in spent.items() if pid in backends)
+
+
+def core_times(pid: int) -> tuple[float, float] | None:
+    """Seconds the threads of ``pid`` have run on a core, and waited runnable for one
+    (/proc/PID/task/*/schedstat: run ns, wait ns); None when the process is gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    run = wait = 0
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run / 1e9, wait / 1e9
+
+
+class ClientMeter:
+    """How the load generator fared on the cores it shares with the server while it sends:
+    seconds a second it ran and waited for a core (``core_times``), from when it appears below
+    ``parent`` (a process named ``name``) for ``seconds`` (perfdhcp's ``-p``: its sending, not
+    its drain and the printing after). perfdhcp needs about a core at 10,000 DORA/s on this
+    machine; a server tree that leaves it less makes it fall behind and then send and read in
+    bursts, which overflow its socket: this tells that apart from a server that answered late
+    on its own. ``cores`` spans the same window: how much of the machine sat idle meanwhile."""
+
+    _POLL = 0.05  # looking for the process (it appears within a poll of start())
+    _SAMPLE = 0.25  # the last sample in the window is the figure if the process ends early
+
+    def __init__(self, name: str, seconds: float, parent: int | None = None,
+                 find_within: float = 10.0) -> None:
+        self.name = name
+        self.seconds = seconds
+        self.parent = os.getpid() if parent is None else parent
+        self.find_within = find_within
+        self.figures: tuple[float, float] | None = None  # (ran, waited) seconds a second
+        self.cores = MachineMeter()
+        self._thread = threading.Thread(target=self._watch, name="client-meter", daemon=True)
+
+    def start(self) -> ClientMeter:
+        self._thread.start()
+        return self
+
+    def result(self, timeout: float = 30.0) -> tuple[float, float] | None:
+        """(ran, waited for a core), seconds a second; None when the client was not seen."""
+        self._thread.join(timeout)
+        return self.figures
+
+    def _find(self) -> int | None:
+        for pid in sorted(descendants(self.parent) - {self.parent}):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == self.name:
+                    return pid
+            except OSError:
+                continue
+        return None
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self.find_within
+        pid = self._find()
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(self._POLL)
+            pid = self._find()
+        first = core_times(pid) if pid is not None else None
+        if pid is None or first is None:
+            return
+        self.cores.start().stop()
+        start = last_at = time.monotonic()
+        last = first
+        end = start + self.seconds
+        while (now := time.monotonic()) < end:
+            time.sleep(min(self._SAMPLE, end - now))
+            sample = core_times(pid)
+            if sample is None:
+                break
+            last, last_at = sample, time.monotonic()
+            self.cores.stop()
+        if last_at > start:
+            span = last_at - start
+            self.figures = ((last[0] - first[0]) / span, (last[1] - first[1]) / span)

@@ -1,13 +1,15 @@
 """The DHCP bench's own figures (bench/dhcp_figures.py): DORA latencies paired from
 perfdhcp's per-exchange timestamps, nearest-rank percentiles, and per-process CPU; and which
 latencies its summary compares, the order of its sweep and what ipamd says it dropped
-(bench/bench_dhcp.py)."""
+(bench/bench_dhcp.py); and how the load generator fared on the cores (ClientMeter)."""
 
 from __future__ import annotations
 
 import math
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from dhcp_figures import (
+    ClientMeter,
     CpuMeter,
+    core_times,
     dora_latencies,
     exchange_stamps,
     percentile,
@@ -78,6 +82,47 @@ def test_cpu_of_this_process_grows_with_work() -> None:
     server, database = meter.seconds()
     assert server > 0
     assert database == 0
+
+
+# A child that names itself (its comm, as perfdhcp's is "perfdhcp") and spins for a while.
+_SPINNER = ("import ctypes, time\n"
+            "ctypes.CDLL(None).prctl(15, b'benchspinner', 0, 0, 0)\n"
+            "end = time.monotonic() + 1.5\n"
+            "while time.monotonic() < end:\n"
+            "    pass\n")
+
+
+def test_client_meter_reports_a_spinning_childs_run_and_wait_per_second() -> None:
+    meter = ClientMeter("benchspinner", 0.8).start()
+    child = subprocess.Popen([sys.executable, "-c", _SPINNER])
+    try:
+        figures = meter.result(timeout=10)
+    finally:
+        child.kill()
+        child.wait()
+    assert figures is not None
+    ran, waited = figures
+    # It spins on a core whenever it gets one: ran and waited share at most the wall time.
+    assert 0.2 < ran <= 1.05
+    assert waited >= 0.0
+    assert ran + waited <= 1.1
+
+
+def test_client_meter_has_no_figures_for_a_client_never_seen() -> None:
+    assert ClientMeter("no-such-client", 0.2, find_within=0.2).start().result(timeout=5) is None
+
+
+def test_core_times_of_a_process_grow_and_of_a_gone_one_are_none() -> None:
+    first = core_times(os.getpid())
+    assert first is not None
+    total = sum(range(200_000))
+    time.sleep(0.01)  # the kernel adds a running thread's time to schedstat when it switches
+    later = core_times(os.getpid())
+    assert later is not None and total
+    assert later[0] > first[0] and later[1] >= first[1]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert core_times(gone.pid) is None
 
 
 def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:

@@ -1,4 +1,5 @@
-"""The benches' steal meter (bench/machine.py): the host's share of this VM's CPU time."""
+"""The benches' machine meter (bench/machine.py): the host's steal share of this VM's CPU
+time, and the share its cores sat idle."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from machine import StealMeter
+from machine import MachineMeter
 
 
 def _stat(path: Path, user: int, idle: int, steal: int) -> None:
@@ -18,17 +19,31 @@ def _stat(path: Path, user: int, idle: int, steal: int) -> None:
 def test_steal_is_its_share_of_all_cpu_time_between_start_and_now(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     _stat(stat, user=100, idle=800, steal=90)
-    meter = StealMeter(stat).start()
+    meter = MachineMeter(stat).start()
     # 300 jiffies pass: 150 user, 120 idle, 30 steal
     _stat(stat, user=250, idle=920, steal=120)
-    assert meter.percent() == 10.0
+    assert meter.steal_percent() == 10.0
 
 
 def test_no_figure_without_steal_or_without_time_passing(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     _stat(stat, user=100, idle=800, steal=90)
-    meter = StealMeter(stat).start()
-    assert meter.percent() is None  # nothing passed
+    meter = MachineMeter(stat).start()
+    assert meter.steal_percent() is None  # nothing passed
     stat.write_text("cpu  100 0 10 800\n")  # an old kernel: no steal column
-    assert meter.percent() is None
-    assert StealMeter(tmp_path / "missing").start().percent() is None
+    assert meter.steal_percent() is None
+    assert MachineMeter(tmp_path / "missing").start().steal_percent() is None
+
+
+def test_idle_is_its_share_of_all_cpu_time_and_stop_ends_the_span(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    _stat(stat, user=100, idle=800, steal=90)
+    meter = MachineMeter(stat).start()
+    # 400 jiffies pass: 200 user, 100 idle, 100 steal; then the span ends
+    _stat(stat, user=300, idle=900, steal=190)
+    meter.stop()
+    assert meter.idle_percent() == 25.0
+    assert meter.steal_percent() == 25.0
+    _stat(stat, user=1300, idle=900, steal=190)  # after stop(): not counted
+    assert meter.idle_percent() == 25.0
+    assert meter.start().idle_percent() is None  # a new span: nothing passed yet
