@@ -28,6 +28,12 @@ feature):
 (the history fold and the fan-out run when deriving, not in the grant's commit).
 Each variant runs --rounds times, alternating, and the median is printed. No peer: the
 comparison is between variants of one run. (issue 17: a DORA's PostgreSQL CPU)
+
+``--crossing`` measures the other side instead: the wall time of one lone grant's commit
+(--grants of them, --gap-ms apart, as at light load) from plain asyncio, and from trio through
+ipamd's crossing (``db.bridge.Database`` over the committer's own session, as the DHCP
+server commits), alternating --rounds times; the medians and their difference, which is what
+the crossing adds to every Ack at light load.
 """
 
 from __future__ import annotations
@@ -45,13 +51,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import asyncpg  # noqa: E402
+import trio  # noqa: E402
 from tests.integration.dhcp.harness import seed_subnet  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 from ipamd.core import lease_events  # noqa: E402
+from ipamd.db import bridge  # noqa: E402
 from ipamd.dhcp import leasestore  # noqa: E402
 from ipamd.dhcp.leasestore import Op, OpKind  # noqa: E402
-from ipamd.dhcp.sessions import SESSION_SETTINGS  # noqa: E402
+from ipamd.dhcp.sessions import SESSION_SETTINGS, open_commit_db  # noqa: E402
 
 NET = (10 << 24) | (77 << 16)  # 10.77.0.0/16
 WARM = 400  # grants before measuring (plans prepared, caches warm)
@@ -144,6 +152,77 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
             1e6 * renewed / done, 1e6 * folded / done)
 
 
+async def _seeded(pg: postgres.PgServer) -> tuple[str, object]:
+    """A fresh migrated database with the bench's subnet: (its name, the subnet's id)."""
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    name = postgres.next_name()
+    try:
+        await postgres.clone(admin, name)
+    finally:
+        await admin.close()
+    conn = await asyncpg.connect(pg.dsn(name))
+    try:
+        return name, (await seed_subnet(conn, "10.77.0.0/16"))["subnet_id"]
+    finally:
+        await conn.close()
+
+
+async def _lone_asyncio(dsn: str, subnet_id: object, first: int, count: int,
+                        gap: float) -> list[float]:
+    conn = await asyncpg.connect(dsn, server_settings=SESSION_SETTINGS)
+    try:
+        await leasestore.warm(conn)
+        walls = []
+        for k in range(first, first + count):
+            ops = grants(subnet_id, k, 1)
+            await asyncio.sleep(gap)
+            started = time.perf_counter()
+            await leasestore.commit(conn, ops)
+            walls.append(time.perf_counter() - started)
+        return walls
+    finally:
+        await conn.close()
+
+
+async def _lone_trio(dsn: str, subnet_id: object, first: int, count: int,
+                     gap: float) -> list[float]:
+    async with bridge.asyncio_loop():
+        db = await bridge.Database.connect(dsn, min_size=1, max_size=1)
+        sessions = await open_commit_db(db, 1, leasestore.warm)
+        try:
+            walls = []
+            for k in range(first, first + count):
+                ops = grants(subnet_id, k, 1)
+                await trio.sleep(gap)
+                started = time.perf_counter()
+                await sessions.run(leasestore.commit, ops)
+                walls.append(time.perf_counter() - started)
+            return walls
+        finally:
+            await sessions.close()
+            await db.close()
+
+
+def crossing(pg: postgres.PgServer, count: int, rounds: int, gap: float) -> None:
+    """Print the median lone-commit wall time from asyncio and through the crossing."""
+    name, subnet_id = asyncio.run(_seeded(pg))
+    dsn = pg.dsn(name)
+    medians: dict[str, list[float]] = {"asyncio": [], "trio crossing": []}
+    first = WARM
+    for _ in range(rounds):
+        walls = asyncio.run(_lone_asyncio(dsn, subnet_id, first, count, gap))
+        medians["asyncio"].append(statistics.median(walls))
+        first += count
+        walls = trio.run(_lone_trio, dsn, subnet_id, first, count, gap)
+        medians["trio crossing"].append(statistics.median(walls))
+        first += count
+    for side, values in medians.items():
+        print(f"  {side:14s} median lone-commit wall µs: {1e6 * statistics.median(values):6.0f}"
+              f"   (rounds: {', '.join(f'{1e6 * v:.0f}' for v in values)})")
+    added = statistics.median(medians["trio crossing"]) - statistics.median(medians["asyncio"])
+    print(f"  the crossing adds {1e6 * added:.0f} µs a lone commit")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -153,11 +232,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="idle time before each batch (light load: cold caches)")
+    parser.add_argument("--crossing", action="store_true",
+                        help="lone commits from asyncio against through ipamd's crossing")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
     if unknown or not 1 <= args.batch <= 1000 or args.grants < args.batch:
         parser.error(f"unknown variants {unknown}" if unknown else "batch 1..1000, grants ≥ batch")
+    if args.crossing:
+        print(f"lease store: {args.grants} lone grants a round, {args.gap_ms:g} ms apart, "
+              f"durable PostgreSQL, load {os.getloadavg()[0]:.1f}", flush=True)
+        pg = postgres.start(durable=True)
+        try:
+            crossing(pg, args.grants, args.rounds, args.gap_ms / 1000)
+        finally:
+            pg.stop()
+        return 0
     print(f"lease store: {args.grants} grants in batches of {args.batch}, durable PostgreSQL, "
           f"{args.gap_ms:g} ms idle before each, load {os.getloadavg()[0]:.1f}", flush=True)
     pg = postgres.start(durable=True)
