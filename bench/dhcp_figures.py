@@ -183,7 +183,8 @@ class CpuMeter:
 
 def core_times(pid: int) -> tuple[float, float] | None:
     """Seconds the threads of ``pid`` have run on a core, and waited runnable for one
-    (/proc/PID/task/*/schedstat: run ns, wait ns); None when the process is gone."""
+    (/proc/PID/task/*/schedstat: run ns, wait ns); None when the process is gone. Only live
+    threads count: one that ended takes its time with it (perfdhcp's live as long as it)."""
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
