@@ -513,7 +513,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
         meter = CpuMeter(proc.pid, database, PG_USER)
         meter.start()
-        steal = MachineMeter().start()
+        machine = MachineMeter().start()
         client = ClientMeter("perfdhcp", args.period).start()
         # -x t: every completed exchange's timestamps, printed at the end (the percentiles)
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
@@ -529,7 +529,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
             except BenchError:
                 derived_after = math.inf  # not within the timeout: the CPU misses the rest
         cpu = meter.seconds()
-        steal_pct = steal.steal_percent()
+        steal_pct = machine.steal_percent()
         client_times = client.result()
         idle_pct = client.cores.idle_percent() if client_times is not None else None
         after = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
