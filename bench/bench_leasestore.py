@@ -116,17 +116,42 @@ async def _derive_all(conn: asyncpg.Connection) -> None:
         pass
 
 
+async def _seeded(pg: postgres.PgServer) -> tuple[str, object]:
+    """A fresh migrated database with the bench's subnet: (its name, the subnet's id); the
+    caller drops it (``_dropped``)."""
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    name = postgres.next_name()
+    try:
+        await postgres.clone(admin, name)
+    finally:
+        await admin.close()
+    try:
+        conn = await asyncpg.connect(pg.dsn(name))
+        try:
+            return name, (await seed_subnet(conn, "10.77.0.0/16"))["subnet_id"]
+        finally:
+            await conn.close()
+    except BaseException:
+        await _dropped(pg, name)
+        raise
+
+
+async def _dropped(pg: postgres.PgServer, name: str) -> None:
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    try:
+        await postgres.drop(admin, name)
+    finally:
+        await admin.close()
+
+
 async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
                   gap: float = 0.0) -> tuple[float, float, float, float, float]:
     """(commit backend CPU µs, commit wall µs, derive backend CPU µs) per grant, then
     (commit, derive) backend CPU µs per renewal."""
-    admin = await asyncpg.connect(pg.dsn("postgres"))
-    name = postgres.next_name()
-    await postgres.clone(admin, name)
+    name, subnet_id = await _seeded(pg)
     try:
         conn = await asyncpg.connect(pg.dsn(name), server_settings=SESSION_SETTINGS)
         try:
-            subnet_id = (await seed_subnet(conn, "10.77.0.0/16"))["subnet_id"]
             for statement in VARIANTS[variant]:
                 await conn.execute(statement)
             pid = await conn.fetchval("SELECT pg_backend_pid()")
@@ -144,27 +169,11 @@ async def measure(pg: postgres.PgServer, variant: str, batch: int, count: int,
         finally:
             await conn.close()
     finally:
-        await postgres.drop(admin, name)
-        await admin.close()
+        await _dropped(pg, name)
     done = count // batch * batch
     granted, derived, renewed, folded = (b - a for a, b in itertools.pairwise(spent))
     return (1e6 * granted / done, 1e6 * wall / done, 1e6 * derived / done,
             1e6 * renewed / done, 1e6 * folded / done)
-
-
-async def _seeded(pg: postgres.PgServer) -> tuple[str, object]:
-    """A fresh migrated database with the bench's subnet: (its name, the subnet's id)."""
-    admin = await asyncpg.connect(pg.dsn("postgres"))
-    name = postgres.next_name()
-    try:
-        await postgres.clone(admin, name)
-    finally:
-        await admin.close()
-    conn = await asyncpg.connect(pg.dsn(name))
-    try:
-        return name, (await seed_subnet(conn, "10.77.0.0/16"))["subnet_id"]
-    finally:
-        await conn.close()
 
 
 async def _lone_asyncio(dsn: str, subnet_id: object, first: int, count: int,
@@ -209,13 +218,16 @@ def crossing(pg: postgres.PgServer, count: int, rounds: int, gap: float) -> None
     dsn = pg.dsn(name)
     medians: dict[str, list[float]] = {"asyncio": [], "trio crossing": []}
     first = WARM
-    for _ in range(rounds):
-        walls = asyncio.run(_lone_asyncio(dsn, subnet_id, first, count, gap))
-        medians["asyncio"].append(statistics.median(walls))
-        first += count
-        walls = trio.run(_lone_trio, dsn, subnet_id, first, count, gap)
-        medians["trio crossing"].append(statistics.median(walls))
-        first += count
+    try:
+        for _ in range(rounds):
+            walls = asyncio.run(_lone_asyncio(dsn, subnet_id, first, count, gap))
+            medians["asyncio"].append(statistics.median(walls))
+            first += count
+            walls = trio.run(_lone_trio, dsn, subnet_id, first, count, gap)
+            medians["trio crossing"].append(statistics.median(walls))
+            first += count
+    finally:
+        asyncio.run(_dropped(pg, name))
     for side, values in medians.items():
         print(f"  {side:14s} median lone-commit wall µs: {1e6 * statistics.median(values):6.0f}"
               f"   (rounds: {', '.join(f'{1e6 * v:.0f}' for v in values)})")
