@@ -183,3 +183,48 @@ async def test_clean_up_crosses_after_the_body_was_cancelled() -> None:
                 with trio.CancelScope(shield=True), trio.fail_after(5):
                     tidied.append(await aio_loop.call(tidy))
     assert tidied == ["closed"]
+
+
+async def test_a_started_unit_takes_its_first_steps_before_start_returns() -> None:
+    # What the DHCP committer relies on: a batch's statement is sent from synchronous code.
+    steps: list[str] = []
+
+    async def unit() -> str:
+        steps.append("first")
+        await asyncio.sleep(0.01)
+        steps.append("after")
+        return "done"
+
+    async with aio_loop.open_loop() as driven:
+        crossing = driven.start(unit)
+        assert steps == ["first"]
+        with trio.fail_after(5):
+            assert await crossing.result() == "done"
+    assert steps == ["first", "after"]
+
+
+@pytest.mark.parametrize("armed", [True, False], ids=["on-a-timer", "on-a-future"])
+async def test_a_unit_past_its_timeout_is_cancelled_and_fails_with_a_timeout_error(
+        armed: bool) -> None:
+    # Waiting on a timer, the driver waits with a deadline; on a bare future, without one.
+    cancelled: list[bool] = []
+
+    async def forever() -> None:
+        try:
+            if armed:
+                await asyncio.sleep(3600)
+            else:
+                await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async with aio_loop.open_loop() as driven:
+        with trio.fail_after(5):
+            started = trio.current_time()
+            with pytest.raises(TimeoutError, match=r"did not finish a unit of work in 0\.3 s"):
+                await driven.call(forever, timeout=0.3)
+            assert 0.3 <= trio.current_time() - started < 0.3 + 2 * aio_loop.WATCH_SECONDS
+        assert cancelled == [True]
+        assert not driven._timed  # nothing left for the watchdog
+        assert await driven.call(_now, timeout=0.3) == "at once"

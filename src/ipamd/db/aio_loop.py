@@ -10,7 +10,11 @@ against ~170 µs in plain asyncio — most of a small API request (issue 17). He
   takes a turn;
 - a crossing creates the unit's asyncio task and takes the loop's turns at once, in the
   caller (the unit's query goes out without waiting for the driver); the task's done
-  callback reschedules the waiting trio task directly.
+  callback reschedules the waiting trio task directly;
+- a crossing's deadline is kept by a watchdog task that looks a few times a second, not by
+  a trio cancel scope per crossing, and the driver waits without one while the loop has no
+  timer (it is woken through the loop's self-pipe): entering and closing those scopes was
+  the largest part of what a lone crossing added to a DHCP commit (issue 17).
 
 No thread, no self-pipe write and no hand-over of the GIL per crossing (a loop on its own
 thread cost ~300 µs per `SELECT 1` for those); with 8 units in flight a crossing costs what
@@ -30,17 +34,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import math
 import selectors
 import threading
 from asyncio import events
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import outcome
 import trio
 
 T = TypeVar("T")
+log = logging.getLogger("ipamd.db")
 
 _current: contextvars.ContextVar[DrivenLoop] = contextvars.ContextVar("ipamd_asyncio_loop")
 
@@ -49,6 +55,9 @@ _current: contextvars.ContextVar[DrivenLoop] = contextvars.ContextVar("ipamd_asy
 INLINE_TURNS = 16
 # How long leaving the loop waits for the tasks it cancels to finish (rollbacks, closes).
 CLOSE_SECONDS = 5.0
+# How often the watchdog looks for crossings past their deadline: a unit times out at most
+# this much late (the database's unit timeout is a minute).
+WATCH_SECONDS = 0.25
 
 
 class LoopClosed(ConnectionError):
@@ -56,54 +65,126 @@ class LoopClosed(ConnectionError):
 
 
 class _NeverBlocks(selectors.EpollSelector):
-    """The loop's selector: trio does the waiting (on this selector's own epoll fd)."""
+    """The loop's selector: trio does the waiting (on this selector's own epoll fd).
+    ``skip``: this turn does not look for I/O (see DrivenLoop._turns)."""
+
+    skip = False
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if self.skip:
+            return []
         return super().select(0)
 
 
-class _Crossing:
-    """One unit in flight: how trio asked it to stop, and whether its caller waits yet."""
+class Crossing(Generic[T]):
+    """One unit in flight, started (``DrivenLoop.start``): ``await crossing.result()``, once.
 
-    __slots__ = ("raise_cancel", "waiting")
+    It knows how trio asked the unit to stop, which trio task waits for it (None: none yet),
+    and when it must have ended (trio time; the watchdog cancels it then)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_driven", "deadline", "raise_cancel", "task", "then", "timed_out",
+                 "timeout", "waiter")
+
+    def __init__(self, driven: DrivenLoop, task: asyncio.Task[T], timeout: float | None,
+                 then: Callable[[T], None] | None = None) -> None:
+        self._driven = driven
+        self.task = task
+        self.then = then
+        self.timeout = timeout
+        self.deadline = math.inf if timeout is None else trio.current_time() + timeout
+        self.timed_out = False
         self.raise_cancel: Callable[[], Any] | None = None
-        self.waiting = False
+        self.waiter: trio.lowlevel.Task | None = None
+        if timeout is not None:
+            driven._timed[self] = None
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[T]) -> None:
+        # In a turn of the loop: the unit has ended; its caller, if it waits, goes on.
+        self._driven._timed.pop(self, None)
+        if self.then is not None and not task.cancelled() and task.exception() is None:
+            try:
+                self.then(task.result())
+            except Exception:
+                log.exception("what follows a finished unit of work failed")
+        if self.waiter is not None:
+            trio.lowlevel.reschedule(self.waiter, _result(self.task, self))
+
+    async def result(self) -> T:
+        """The unit's result (or its exception); trio's cancellation reaches the unit, and
+        this returns only once the unit has ended."""
+        task = self.task
+        if task.done():  # no I/O to wait for (or it failed at once)
+            self._driven._timed.pop(self, None)
+            # Still a schedule point, as every trio async call is; shielded, so a unit that
+            # has finished (a commit, say) is never reported as cancelled.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return _result(task, self).unwrap()
+
+        def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
+            # Not aborted yet: ``_finished`` wakes the caller once the task has ended.
+            self.raise_cancel = raise_cancel
+            task.cancel()
+            self._driven._wake_driver()
+            return trio.lowlevel.Abort.FAILED
+
+        self.waiter = trio.lowlevel.current_task()
+        result: T = await trio.lowlevel.wait_task_rescheduled(abort)
+        return result
 
 
 async def _awaited(fn: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
     return await fn(*args)
 
 
-def _result(task: asyncio.Task[T], crossing: _Crossing) -> outcome.Outcome[T]:
+def _result(task: asyncio.Task[T], crossing: Crossing[Any]) -> outcome.Outcome[T]:
     if task.cancelled():
         if crossing.raise_cancel is not None:
             return outcome.capture(crossing.raise_cancel)  # trio's Cancelled, as trio wants
+        if crossing.timed_out:
+            return outcome.Error(TimeoutError(
+                f"the database did not finish a unit of work in {crossing.timeout:g} s"))
         return outcome.Error(LoopClosed("the database loop closed under this unit of work"))
     return outcome.capture(task.result)
 
 
 class DrivenLoop:
     def __init__(self) -> None:
-        self.loop = asyncio.SelectorEventLoop(_NeverBlocks())
-        self._waiting: trio.CancelScope | None = None  # the driver's wait, while it waits
+        self._selector = _NeverBlocks()
+        self.loop = asyncio.SelectorEventLoop(self._selector)
+        # The driver's wait, while it waits for a timer too; ``_bare``: while it waits for
+        # I/O alone (no timer is armed), woken through the loop's self-pipe.
+        self._waiting: trio.CancelScope | None = None
+        self._bare = False
+        self._timed: dict[Crossing[Any], None] = {}  # crossings with a deadline, in flight
+        self._turning = False  # in _turns (see turn_now)
         self.closed = False
 
     # -- turns --------------------------------------------------------------------------
 
-    def _turns(self) -> None:
+    def _turns(self, poll: bool) -> None:
         """Turns until nothing is ready, at most INLINE_TURNS: a reply from the database
         takes three (the read, the task's step, its done callback), and a trio round between
-        each would cost more than the turns themselves."""
+        each would cost more than the turns themselves.
+
+        Only the first turn looks for I/O, and only when ``poll`` (the driver's turns, woken
+        by it): the later ones run what the first made ready, and a caller's turns start its
+        unit. What they leave unread keeps the epoll fd readable, so the driver wakes for it.
+        """
         loop = self.loop
+        selector = self._selector
         events._set_running_loop(loop)
+        selector.skip = not poll
+        self._turning = True
         try:
             for _ in range(INLINE_TURNS):
                 loop._run_once()  # type: ignore[attr-defined]
+                selector.skip = True
                 if not loop._ready:  # type: ignore[attr-defined]
                     break
         finally:
+            self._turning = False
+            selector.skip = False
             events._set_running_loop(None)
 
     def _next_timer(self) -> float:
@@ -116,13 +197,21 @@ class DrivenLoop:
     def _wake_driver(self) -> None:
         if self._waiting is not None:
             self._waiting.cancel()
+        elif self._bare:
+            self.loop._write_to_self()  # type: ignore[attr-defined]
 
     def turn_now(self) -> None:
         """Take the loop's turns in the caller until nothing is ready; more than
-        INLINE_TURNS are left to the driver."""
-        self._turns()
+        INLINE_TURNS are left to the driver. Inside a turn (a unit's ``then`` starts
+        another) the turn under way goes on to what was made ready: a turn never nests."""
+        if self._turning:
+            return
+        self._turns(False)
         if self.loop._ready:  # type: ignore[attr-defined]
             self._wake_driver()
+        elif self._bare:
+            if self.loop._scheduled:  # type: ignore[attr-defined]
+                self._wake_driver()  # a timer armed in these turns: wait for it too
         elif self._waiting is not None:
             # A timer armed in these turns (asyncpg's connect timeout) may be due before
             # the driver would otherwise look. (Set only when earlier: trio re-registers a
@@ -136,9 +225,16 @@ class DrivenLoop:
         loop = self.loop
         epoll_fd = loop._selector.fileno()  # type: ignore[attr-defined]
         while True:
-            self._turns()
+            self._turns(True)
             if loop._ready:  # type: ignore[attr-defined]
                 await trio.lowlevel.checkpoint()  # trio's tasks run between busy turns
+                continue
+            if not loop._scheduled:  # type: ignore[attr-defined]
+                self._bare = True
+                try:
+                    await trio.lowlevel.wait_readable(epoll_fd)
+                finally:
+                    self._bare = False
                 continue
             with trio.CancelScope(deadline=self._next_timer()) as waiting:
                 self._waiting = waiting
@@ -146,6 +242,22 @@ class DrivenLoop:
                     await trio.lowlevel.wait_readable(epoll_fd)
                 finally:
                     self._waiting = None
+
+    async def watch(self) -> None:
+        """Cancel the units past their deadline, every WATCH_SECONDS; their callers get a
+        TimeoutError once the unit has ended (asyncpg cancels the statement first)."""
+        while True:
+            await trio.sleep(WATCH_SECONDS)
+            if not self._timed:
+                continue
+            now = trio.current_time()
+            late = [crossing for crossing in self._timed if crossing.deadline <= now]
+            for crossing in late:
+                del self._timed[crossing]
+                crossing.timed_out = True
+                crossing.task.cancel()
+            if late:
+                self.turn_now()
 
     def soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn(*args)`` on the loop at its next turn (taken now); nothing once the loop
@@ -157,37 +269,29 @@ class DrivenLoop:
 
     # -- the crossing -------------------------------------------------------------------
 
-    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """``await fn(*args)`` as an asyncio task; trio's cancellation reaches it."""
+    def start(self, fn: Callable[..., Awaitable[T]], *args: Any,
+              timeout: float | None = None,
+              then: Callable[[T], None] | None = None) -> Crossing[T]:
+        """Start ``await fn(*args)`` as an asyncio task and take its first steps now, in the
+        caller (synchronous: a unit's query goes out before this returns). Past ``timeout``
+        seconds it is cancelled and its result is a TimeoutError. Every crossing started
+        must be awaited (``Crossing.result``).
+
+        ``then(value)``, if the unit succeeds, runs in the loop's turn that ends it, before
+        its caller is woken (no trio round between a database's answer and what it allows:
+        the DHCP committer's Acks). It must not wait, nor raise (what it raises is logged)."""
         if self.closed:
             raise LoopClosed("the database loop is closed")
-        waiter = trio.lowlevel.current_task()
-        crossing = _Crossing()
         # The unit sees the caller's context variables, as if it ran in the caller.
         task = self.loop.create_task(_awaited(fn, args), context=contextvars.copy_context())
-
-        def finished(_task: asyncio.Task[T]) -> None:
-            if crossing.waiting:
-                trio.lowlevel.reschedule(waiter, _result(task, crossing))
-
-        task.add_done_callback(finished)
+        crossing = Crossing(self, task, timeout, then)
         self.turn_now()
-        if task.done():  # no I/O to wait for (or it failed at once)
-            # Still a schedule point, as every trio async call is; shielded, so a unit that
-            # has finished (a commit, say) is never reported as cancelled.
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return _result(task, crossing).unwrap()
+        return crossing
 
-        def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
-            # Not aborted yet: ``finished`` wakes the caller once the task has ended.
-            crossing.raise_cancel = raise_cancel
-            task.cancel()
-            self._wake_driver()
-            return trio.lowlevel.Abort.FAILED
-
-        crossing.waiting = True
-        result: T = await trio.lowlevel.wait_task_rescheduled(abort)
-        return result
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any,
+                   timeout: float | None = None) -> T:
+        """``await fn(*args)`` as an asyncio task (see ``start``)."""
+        return await self.start(fn, *args, timeout=timeout).result()
 
     async def close(self) -> None:
         """Cancel the tasks still on the loop, let them finish (bounded), close it."""
@@ -225,7 +329,9 @@ async def open_loop() -> AsyncIterator[DrivenLoop]:
 
     async def drive() -> None:
         with driving:
-            await driven.drive()
+            async with trio.open_nursery() as both:
+                both.start_soon(driven.watch)
+                await driven.drive()
 
     try:
         async with trio.open_nursery() as nursery:

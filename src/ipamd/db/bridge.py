@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 import trio
@@ -71,6 +71,32 @@ class DatabaseRefused(ConnectionError):
     The message is the server's, which never holds the password."""
 
 
+class Unit(Generic[T]):
+    """A unit of work started on a ``Database`` (``start``); ``await result()`` once.
+
+    Past the database's unit timeout the unit is cancelled on the asyncio side (asyncpg asks
+    the server to cancel the statement and rolls back an open transaction before the
+    connection goes back to the pool) and ``result`` fails with TimeoutError, an OSError: a
+    connection loss to its callers."""
+
+    __slots__ = ("_crossing", "_db")
+
+    def __init__(self, db: Database, crossing: aio_loop.Crossing[T]) -> None:
+        self._db = db
+        self._crossing = crossing
+
+    async def result(self) -> T:
+        outage = self._db.outage
+        try:
+            value = await self._crossing.result()
+        except Exception as error:
+            if is_connection_loss(error):
+                outage.lost(error)
+            raise
+        outage.reached()
+        return value
+
+
 class Database:
     """An asyncpg pool driven from trio.
 
@@ -121,27 +147,29 @@ class Database:
         """Run ``fn(conn, *args)`` inside one transaction; one crossing."""
         return await self._cross(fn, args, True)
 
+    def start(self, fn: Work[T], *args: Any, then: Callable[[T], None] | None = None) -> Unit[T]:
+        """Start ``fn(conn, *args)`` on one pooled connection now, from synchronous code (its
+        query goes out before this returns); ``await unit.result()`` for what it gives. One
+        crossing, as ``run``. ``then(value)`` runs as soon as it has succeeded, before its
+        waiter is woken (``aio_loop.DrivenLoop.start``)."""
+        try:
+            crossing = self._loop.start(_on_connection, self._pool, fn, args, False,
+                                        timeout=self.unit_timeout, then=then)
+        except Exception as error:
+            if is_connection_loss(error):
+                self.outage.lost(error)
+            raise
+        return Unit(self, crossing)
+
     async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
-        # A bare CancelScope, not trio.fail_after (a generator context manager): this runs
-        # once per request and per DHCP batch.
-        with trio.CancelScope(deadline=trio.current_time() + self.unit_timeout) as deadline:
-            try:
-                result = await self._loop.call(_on_connection, self._pool, fn, args,
-                                               in_transaction)
-            except Exception as error:
-                if is_connection_loss(error):
-                    self.outage.lost(error)
-                raise
-            self.outage.reached()
-            return result
-        # Past the deadline, cancelled on the asyncio side: asyncpg asks the server to cancel
-        # the statement and rolls back an open transaction before the connection goes back
-        # to the pool.
-        assert deadline.cancelled_caught
-        error = TimeoutError(
-            f"the database did not finish a unit of work in {self.unit_timeout:g} s")
-        self.outage.lost(error)
-        raise error
+        try:
+            crossing = self._loop.start(_on_connection, self._pool, fn, args, in_transaction,
+                                        timeout=self.unit_timeout)
+        except Exception as error:
+            if is_connection_loss(error):
+                self.outage.lost(error)
+            raise
+        return await Unit(self, crossing).result()
 
     async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.

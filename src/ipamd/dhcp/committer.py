@@ -6,11 +6,19 @@ asyncio (``leasestore.commit``: one statement per batch). Only after that commit
 waiters' replies built and sent, so an Ack is never ahead of its lease.
 
 A worker that finds the database idle commits at once when ops arrive sparsely: at light
-load a window would only add its length to every answer. A second batch goes into the
-database beside one already there only while that one is small (``OVERLAP_MAX`` ops: light
-load, where a commit is mostly its WAL flush and two in flight share it, so an op that comes
-meanwhile need not wait a whole commit) or while a full batch waits already; under load the
-batches go one at a time, each taking what queued while the last was committed.
+load a window would only add its length to every answer. The receive loop calls ``kick``
+when it has read what was waiting: the batch the woken worker would take once that loop
+parks goes into the database at once, started in the loop's task and handed to the worker,
+so its statement does not wait for the loop to park and trio to switch tasks. A batch that
+commits is answered in the asyncio turn that reads the database's answer
+(``Database.start``'s ``then``), not after trio has switched back to its worker; failures
+and the one retry stay with the worker.
+
+A second batch goes into the database beside one already there only while that one is
+small (``OVERLAP_MAX`` ops: light load, where a commit is mostly its WAL flush and two in
+flight share it, so an op that comes meanwhile need not wait a whole commit) or while a
+full batch waits already; under load the batches go one at a time, each taking what queued
+while the last was committed.
 
 While another batch is in the database, or while ops arrive closer together than the window
 (a burst: the last two came less than a window apart, or several are waiting already), the
@@ -39,6 +47,7 @@ stale, so new clients are turned away again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -47,7 +56,7 @@ from collections.abc import Callable, Sequence
 import asyncpg
 import trio
 
-from ipamd.db.bridge import Database
+from ipamd.db.bridge import Database, Unit
 from ipamd.db.outage import Throttle, is_connection_loss
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.context import Exchange
@@ -75,6 +84,19 @@ STALL_SECONDS = 0.1
 CAREFUL_SECONDS = 10.0
 # Worth one more try: another transaction (another node) crossed ours.
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
+
+
+class _InFlight:
+    """A batch in the database: its exchanges, when it went in (perf_counter for its commit
+    time, monotonic as Exchange.born), and whether it has been answered."""
+
+    __slots__ = ("answered", "batch", "started", "went_in")
+
+    def __init__(self, batch: list[Exchange]) -> None:
+        self.batch = batch
+        self.started = time.perf_counter()
+        self.went_in = time.monotonic()
+        self.answered = False
 
 
 class Committer:
@@ -119,6 +141,9 @@ class Committer:
         self._waking = False
         self._log = Throttle(log)
         self._careful_until = -math.inf  # (monotonic) see CAREFUL_SECONDS
+        # A batch started by ``kick`` for the worker woken for it, with its first attempt
+        # (None: it could not start).
+        self._started: tuple[_InFlight, Unit[bool] | None] | None = None
 
     def submit(self, tx: Exchange) -> None:
         self._dense = tx.born - self._submitted < self.window
@@ -126,6 +151,61 @@ class Committer:
         self._queue.append(tx)
         if not self._wake_one() and self.in_flight == self.workers and not self._saturated_from:
             self._saturated_from = time.perf_counter()
+
+    def kick(self) -> None:
+        """Start now the batch that the worker woken for the queue would take when it runs
+        (the caller has read what was waiting), and hand it to that worker. Not while a
+        window gathers ops, nor when the loop is closing (the worker then takes it)."""
+        if not self._waking or self._started is not None or self._sessions is None:
+            return
+        if not self._queue or self.gathers():
+            return
+        batch = self._take()
+        if self.stale:
+            batch = self._fresh(batch)
+            if not batch:
+                return
+        flight = self._went_in(batch)
+        self._started = (flight, self._start(flight))
+
+    def _trusting(self) -> bool:
+        return time.monotonic() >= self._careful_until
+
+    def _went_in(self, batch: list[Exchange]) -> _InFlight:
+        """Count a batch in the database from now."""
+        flight = _InFlight(batch)
+        self._flight_since.append(flight.went_in)
+        self.in_flight += 1
+        self._flight_ops += len(batch)
+        self._mark()
+        return flight
+
+    def _start(self, flight: _InFlight) -> Unit[bool] | None:
+        """Send the batch's statement now; if it commits, it is answered from the turn that
+        reads the answer (``_committed``). None when the loop is closing (the worker's own
+        attempt then fails and says so)."""
+        try:
+            return self._sessions.start(  # type: ignore[union-attr]
+                leasestore.commit, [tx.op for tx in flight.batch], self._trusting(),
+                then=functools.partial(self._committed, flight))
+        except ConnectionError:
+            return None
+
+    def _committed(self, flight: _InFlight, refused: bool) -> None:
+        """The batch's first attempt committed: answer it now."""
+        flight.answered = True
+        if refused:  # before on_done: a pick retried there is written careful
+            self._careful_until = time.monotonic() + CAREFUL_SECONDS
+        self._out_of_database(flight)
+        self.on_done(flight.batch, True)
+
+    def _out_of_database(self, flight: _InFlight) -> None:
+        self.in_flight -= 1
+        self._flight_ops -= len(flight.batch)
+        self._landed(flight.went_in)
+        self._mark()
+        self.last_seconds = time.perf_counter() - flight.started  # read by on_done
+        self.busy_seconds += self.last_seconds
 
     def _mark(self) -> None:
         """After the queue or the busy workers changed: saturated or not from now on."""
@@ -236,35 +316,33 @@ class Committer:
         while True:
             # (Woken for ops another worker took, or while a big batch went in: the worker
             # that committed it takes the queue next.)
-            while not self.queued or not self.may_start():
+            while self._started is None and (not self.queued or not self.may_start()):
                 self._waking = False
                 await self._lot.park()
-            if self.gathers():
-                await self._gather()
-            batch = self._take()
-            self._waking = False
-            if self.stale and batch:
-                batch = self._fresh(batch)
-            if not batch:
-                continue
-            started = time.perf_counter()
-            went_in = time.monotonic()
-            self._flight_since.append(went_in)
-            self.in_flight += 1
-            self._flight_ops += len(batch)
-            self._mark()
+            if self._started is not None:  # started by the receive loop (kick)
+                flight, first = self._started
+                self._started = None
+                self._waking = False
+            else:
+                if self.gathers():
+                    await self._gather()
+                batch = self._take()
+                self._waking = False
+                if self.stale and batch:
+                    batch = self._fresh(batch)
+                if not batch:
+                    continue
+                flight = self._went_in(batch)
+                first = self._start(flight)
             if self.queued:
                 self._wake_one()  # more ops waiting that may go in beside this batch
             try:
-                ok = await self._commit([tx.op for tx in batch])  # type: ignore[misc]
+                ok = await self._commit([tx.op for tx in flight.batch], first)  # type: ignore[misc]
             finally:
-                self.in_flight -= 1
-                self._flight_ops -= len(batch)
-                self._landed(went_in)
-                self._mark()
-            self.last_seconds = time.perf_counter() - started  # read by on_done
-            self.busy_seconds += self.last_seconds
-            self.on_done(batch, ok)
+                if not flight.answered:
+                    self._out_of_database(flight)
+            if not flight.answered:  # failed, or committed on the retry
+                self.on_done(flight.batch, ok)
 
     def _fresh(self, batch: list[Exchange]) -> list[Exchange]:
         # Every op is checked: a retried pick goes to the back with its first time.
@@ -274,13 +352,18 @@ class Committer:
             self.on_stale([tx for tx in batch if tx.born < limit])
         return fresh
 
-    async def _commit(self, ops: list[leasestore.Op]) -> bool:
-        """True when the batch is committed; False: nothing of it is, and no op is Acked."""
+    async def _commit(self, ops: list[leasestore.Op], first: Unit[bool] | None = None) -> bool:
+        """True when the batch is committed; False: nothing of it is, and no op is Acked.
+        ``first``: its first attempt, started already."""
         for attempt in (1, 2):
             try:
-                trusting = time.monotonic() >= self._careful_until
-                if await self._sessions.run(leasestore.commit, ops,  # type: ignore[union-attr]
-                                            trusting):
+                if first is not None:
+                    attempt_unit, first = first, None  # a retry starts anew
+                    refused = await attempt_unit.result()
+                else:
+                    refused = await self._sessions.run(  # type: ignore[union-attr]
+                        leasestore.commit, ops, self._trusting())
+                if refused:
                     self._careful_until = time.monotonic() + CAREFUL_SECONDS
                 return True
             except _RETRYABLE as error:

@@ -157,11 +157,14 @@ class DhcpServer:
 
     async def _receive(self, ep: Endpoint) -> None:
         drain = self.dispatch.drain
+        kick = self.committer.kick
         wait = trio.lowlevel.wait_readable
         checkpoint = trio.lowlevel.checkpoint
         sock = ep.sock
         while True:
-            if drain(ep):  # the socket is empty
+            empty = drain(ep)
+            kick()  # the batch these datagrams made goes into the database before this parks
+            if empty:
                 ep.waiting_since = since = _monotonic()
                 try:
                     await wait(sock)
@@ -174,12 +177,12 @@ class DhcpServer:
     # ------------------------------------------------------------------ after commit
 
     def _committed(self, batch: Sequence[Exchange], ok: bool) -> None:
+        granted = self.dispatch.committed(batch, ok)  # the answers first, then the counting
         counters = self.counters
         counters.batches += 1
         counters.committed_ops += len(batch)
         counters.batch_sizes.observe(len(batch))
         counters.commit_latency.observe(self.committer.last_seconds)
-        granted = self.dispatch.committed(batch, ok)
         if ok:
             self.state.lease_journal.written()
             self.stats.added(granted)

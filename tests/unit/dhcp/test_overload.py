@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import asyncpg
 import pytest
 import trio
 import trio.testing
@@ -233,19 +234,44 @@ def test_a_batch_goes_in_beside_a_small_one_not_beside_a_big_one() -> None:
     assert not committer.may_start()  # no free worker
 
 
+class _Sessions:
+    """The commit sessions, each statement as slow as the test says: ``landed[k].set()``
+    ends the k-th. ``started`` counts the statements started (sent at once, as the committer sends
+    every first attempt); ``run`` is its retry."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.landed: list[trio.Event] = []
+        self.started = 0
+
+    def _sent(self, ops: list[Any]) -> trio.Event:
+        self.sizes.append(len(ops))
+        self.landed.append(trio.Event())
+        return self.landed[-1]
+
+    def start(self, fn: Any, ops: list[Any], trusting: bool, then: Any = None) -> Any:
+        self.started += 1
+        landed = self._sent(ops)
+
+        class Started:  # ``then`` runs before the waiter goes on, as in db.bridge
+            async def result(self) -> bool:
+                await landed.wait()
+                if then is not None:
+                    then(False)
+                return False
+
+        return Started()
+
+    async def run(self, fn: Any, ops: list[Any], trusting: bool) -> bool:
+        await self._sent(ops).wait()
+        return False
+
+
 async def test_under_load_the_batches_go_in_one_at_a_time() -> None:
     committer = Committer(None, lambda batch, ok: None, batch_max=64,  # type: ignore[arg-type]
                           window_seconds=0.0, workers=2)
-    sizes: list[int] = []
-    landed: list[trio.Event] = []
-
-    async def commit(ops: list[Any]) -> bool:  # the database, as slow as the test says
-        sizes.append(len(ops))
-        landed.append(trio.Event())
-        await landed[-1].wait()
-        return True
-
-    committer._commit = commit  # type: ignore[method-assign]
+    sessions = committer._sessions = _Sessions()  # type: ignore[assignment]
+    sizes, landed = sessions.sizes, sessions.landed
     async with trio.open_nursery() as nursery:
         for _ in range(2):
             nursery.start_soon(committer._worker)
@@ -272,6 +298,35 @@ async def test_under_load_the_batches_go_in_one_at_a_time() -> None:
         landed[-1].set()
         await trio.testing.wait_all_tasks_blocked()
         assert committer.queued == 0 and committer.in_flight == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_receive_loop_starts_the_batch_of_the_worker_it_woke() -> None:
+    done: list[int] = []
+    committer = Committer(None, lambda batch, ok: done.append(len(batch)),  # type: ignore[arg-type]
+                          batch_max=64, window_seconds=0.0, workers=2)
+    sessions = committer._sessions = _Sessions()  # type: ignore[assignment]
+    async with trio.open_nursery() as nursery:
+        for _ in range(2):
+            nursery.start_soon(committer._worker)
+        await trio.testing.wait_all_tasks_blocked()
+        committer.kick()  # nothing queued: nothing to start
+        assert sessions.sizes == []
+        for k in range(3):  # one pass of the receive loop read three Requests
+            committer.submit(_tx(o.REQUEST, 1.0 + k))
+        assert sessions.sizes == []  # a worker was woken; it has not run yet
+        committer.kick()
+        assert sessions.sizes == [3] and sessions.started == 1  # sent before it runs
+        assert committer.in_flight == 1 and committer.queued == 0
+        committer.kick()  # once: the woken worker has its batch
+        committer.submit(_tx(o.REQUEST, 5.0))  # comes before the worker ran: waits for it
+        await trio.testing.wait_all_tasks_blocked()
+        # The worker took the started batch; another (the batch in is small) took the op.
+        assert sessions.sizes == [3, 1] and sessions.started == 2
+        for event in sessions.landed:
+            event.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(done) == [1, 3] and committer.in_flight == 0
         nursery.cancel_scope.cancel()
 
 
@@ -416,3 +471,46 @@ def test_the_pace_follows_the_rate_of_requests_with_a_floor(clock: Clock) -> Non
     dispatch.committed([], True)
     assert dispatch.request_rate == pytest.approx(10_000)
     assert dispatch.pace_rate() == pytest.approx(dispatch_mod.PACE_FACTOR * 10_000)
+
+
+class _Op:
+    def reset(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("retry_commits", [True, False], ids=["retried", "failed"])
+async def test_a_batch_whose_first_attempt_fails_is_answered_once_by_its_worker(
+        retry_commits: bool) -> None:
+    answers: list[tuple[int, bool]] = []
+    committer = Committer(None, lambda batch, ok: answers.append((len(batch), ok)),  # type: ignore[arg-type]
+                          batch_max=8, window_seconds=0.0, workers=1)
+    retries: list[int] = []
+
+    class Sessions:
+        def start(self, fn: Any, ops: list[Any], trusting: bool, then: Any = None) -> Any:
+            class Crossed:  # another transaction crossed this one: ``then`` is not called
+                async def result(self) -> bool:
+                    await trio.lowlevel.checkpoint()
+                    raise asyncpg.DeadlockDetectedError("deadlock detected")
+            return Crossed()
+
+        async def run(self, fn: Any, ops: list[Any], trusting: bool) -> bool:
+            retries.append(len(ops))
+            if not retry_commits:
+                raise asyncpg.DeadlockDetectedError("deadlock detected")
+            return False
+
+    committer._sessions = Sessions()  # type: ignore[assignment]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(committer._worker)
+        await trio.testing.wait_all_tasks_blocked()
+        for k in range(2):
+            tx = _tx(o.REQUEST, 1.0 + k)
+            tx.op = _Op()  # type: ignore[assignment]
+            committer.submit(tx)
+        committer.kick()
+        await trio.testing.wait_all_tasks_blocked()
+        assert retries == [2]  # one retry, by the worker
+        assert answers == [(2, retry_commits)]  # answered once either way
+        assert committer.in_flight == 0 and committer._flight_ops == 0
+        nursery.cancel_scope.cancel()
