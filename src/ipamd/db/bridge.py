@@ -152,24 +152,21 @@ class Database:
         query goes out before this returns); ``await unit.result()`` for what it gives. One
         crossing, as ``run``. ``then(value)`` runs as soon as it has succeeded, before its
         waiter is woken (``aio_loop.DrivenLoop.start``)."""
+        return self._begin(fn, args, False, then)
+
+    async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
+        return await self._begin(fn, args, in_transaction, None).result()
+
+    def _begin(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool,
+               then: Callable[[T], None] | None) -> Unit[T]:
         try:
-            crossing = self._loop.start(_on_connection, self._pool, fn, args, False,
+            crossing = self._loop.start(_on_connection, self._pool, fn, args, in_transaction,
                                         timeout=self.unit_timeout, then=then)
         except Exception as error:
             if is_connection_loss(error):
                 self.outage.lost(error)
             raise
         return Unit(self, crossing)
-
-    async def _cross(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool) -> T:
-        try:
-            crossing = self._loop.start(_on_connection, self._pool, fn, args, in_transaction,
-                                        timeout=self.unit_timeout)
-        except Exception as error:
-            if is_connection_loss(error):
-                self.outage.lost(error)
-            raise
-        return await Unit(self, crossing).result()
 
     async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.
