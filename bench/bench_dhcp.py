@@ -53,7 +53,7 @@ from dhcp_figures import (  # noqa: E402
     percentile,
     server_figures,
 )
-from machine import MachineMeter  # noqa: E402
+from machine import MachineMeter, wake_cost  # noqa: E402
 from tests.support import netns  # noqa: E402
 
 from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
@@ -811,6 +811,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{'NOT durable' if args.pg_nondurable else 'durable'}"
           + (f", ipamd [dhcp] {', '.join(args.ipamd_dhcp)}" if args.ipamd_dhcp else "")
           + f"; logs in {out}", flush=True)
+    wake = wake_cost()
+    print(f"machine: {wake.line()}", flush=True)
     pg_proc = None
     try:
         with netns.lab() as lab:
@@ -856,7 +858,7 @@ def main(argv: list[str] | None = None) -> int:
             text = table(results, args.server_list)
             (out / "table.txt").write_text(text + "\n")
             (out / "results.json").write_text(json.dumps(
-                {"args": {k: v for k, v in vars(args).items()},
+                {"args": {k: v for k, v in vars(args).items()}, "machine": asdict(wake),
                  "results": [asdict(r) | {"drops": r.drops} for r in results]}, indent=2))
             print("\n" + text)
     failed = [r for r in results if r.dora_per_s is None]

@@ -47,3 +47,20 @@ def test_idle_is_its_share_of_all_cpu_time_and_stop_ends_the_span(tmp_path: Path
     _stat(stat, user=1300, idle=900, steal=190)  # after stop(): not counted
     assert meter.idle_percent() == 25.0
     assert meter.start().idle_percent() is None  # a new span: nothing passed yet
+
+
+def test_wake_cost_measures_both_placements_and_restores_the_affinity() -> None:
+    import os
+
+    from machine import wake_cost
+
+    before = os.sched_getaffinity(0)
+    cost = wake_cost(count=200)
+    assert os.sched_getaffinity(0) == before
+    assert cost.same_rtt_us > 0 and cost.same_cpu_us > 0
+    if len(before) > 1:
+        assert cost.cross_rtt_us is not None and cost.cross_rtt_us > 0
+        assert cost.cross_cpu_us is not None and cost.cross_cpu_us > 0
+        assert "two cores" in cost.line()
+    else:
+        assert cost.cross_rtt_us is None and "two cores" not in cost.line()
