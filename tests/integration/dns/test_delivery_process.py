@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from ipamd import runtime
+from ipamd.workers import lease_journal
 from tests.integration.dhcp.harness import Relay
 from tests.integration.dns.ddns import (
     WAIT,
@@ -97,6 +98,11 @@ async def test_updates_wait_out_a_storm_then_follow(appliance, relay_sock, opera
     storm = Storm()
     appliance.state.dhcp.saturated_seconds = storm.saturated_seconds  # type: ignore[union-attr]
     await _setup(operator, bind)
+    # The storm signals are rates between two looks, and a look before the DHCP server was
+    # up, or none, gives no rate: wake the deriver once so that it has looked at this storm
+    # before the leases come (else, on a slow start, the first lease's look is its first).
+    appliance.state.lease_journal.written()
+    await trio.sleep(4 * lease_journal.GATHER_SECONDS)
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)
