@@ -15,7 +15,7 @@ commits is answered in the asyncio turn that reads the database's answer
 and the one retry stay with the worker.
 
 A second batch goes into the database beside one already there only while that one is
-small (``OVERLAP_MAX`` ops: light load, where a commit is mostly its WAL flush and two in
+a lone op (``OVERLAP_MAX``: light load, where a commit is mostly its WAL flush and two in
 flight share it, so an op that comes meanwhile need not wait a whole commit) or while a
 full batch waits already; under load the batches go one at a time, each taking what queued
 while the last was committed.
@@ -70,9 +70,14 @@ _GATHER_WINDOWS = 4
 # Two in flight under load commit half-size batches: twice the statements, crossings and
 # WAL flushes, and two transactions contending for the same index pages and subnet rows.
 # Lab, 6,000 DORA/s offered, one worker against two: ~13 % less CPU per DORA (server and
-# its PostgreSQL backends), p50 35-90 ms against 150-190 ms; at 1,000/s the batches are
-# 1-2 ops, so light-load commits still overlap as before.
-OVERLAP_MAX = 4
+# its PostgreSQL backends), p50 35-90 ms against 150-190 ms. Only a lone op is overlapped:
+# with 4, on a host where a commit takes a millisecond or more (2026-12-07), the batch in
+# flight was often that small at 6,000-8,000/s, and the overlapping batches, as small,
+# cost each DORA a full commit's share again (four interleaved rounds at 8,000/s: 195, 196,
+# 195 µs of CPU a DORA against 218, 198, 228, and 1,553-4,185 answers lost against
+# 4,894-9,203, leaving out a round with 4-9 % steal). At 1,000/s nearly every batch is one
+# op, so light-load commits still overlap as before.
+OVERLAP_MAX = 1
 # A batch in the database longer than this is a stall (see the module docstring): a commit
 # under load takes 1-35 ms here (a batch of 256 on a contended machine), a slow WAL flush
 # 0.1-0.5 s. Half the default overload bound: a shorter stall cannot shed on its own, and a

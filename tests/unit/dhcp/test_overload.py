@@ -321,12 +321,14 @@ async def test_the_receive_loop_starts_the_batch_of_the_worker_it_woke() -> None
         committer.kick()  # once: the woken worker has its batch
         committer.submit(_tx(o.REQUEST, 5.0))  # comes before the worker ran: waits for it
         await trio.testing.wait_all_tasks_blocked()
-        # The worker took the started batch; another (the batch in is small) took the op.
-        assert sessions.sizes == [3, 1] and sessions.started == 2
-        for event in sessions.landed:
-            event.set()
+        # The worker took the started batch; the op waits (the batch in is not a lone op).
+        assert sessions.sizes == [3] and sessions.started == 1 and committer.queued == 1
+        sessions.landed[0].set()
         await trio.testing.wait_all_tasks_blocked()
-        assert sorted(done) == [1, 3] and committer.in_flight == 0
+        assert sessions.sizes == [3, 1] and sessions.started == 2
+        sessions.landed[1].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert done == [3, 1] and committer.in_flight == 0
         nursery.cancel_scope.cancel()
 
 
