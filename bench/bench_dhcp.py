@@ -50,8 +50,11 @@ from dhcp_figures import (  # noqa: E402
     ClientMeter,
     CpuMeter,
     dora_latencies,
+    exchange_stamps,
+    late_offer_spans,
     percentile,
     server_figures,
+    spans_text,
 )
 from machine import MachineMeter, wake_cost  # noqa: E402
 from tests.support import netns  # noqa: E402
@@ -120,6 +123,9 @@ class Result:
     # stalled commit from a client that fell behind.
     server_drops: dict[str, int] = field(default_factory=dict)
     slowest_commit_s: float | None = None
+    # Stretches of the run in which Offers came back more than 10 ms late (from, to, worst
+    # ms; dhcp_figures.late_offer_spans): where in time a run's lost answers fell.
+    late_spans: list[tuple[float, float, float]] = field(default_factory=list)
     note: str = ""
 
     @property
@@ -182,6 +188,7 @@ def to_result(server: str, rate: int, period: int, parsed: dict[str, Any],
         avg_ms=round(sum(avg), 3) if len(avg) == 2 else None,
         max_ms=round(sum(top), 3) if len(top) == 2 else None,
         **latency_percentiles(text),
+        late_spans=late_offer_spans(exchange_stamps(text).get("DISCOVER-OFFER", [])),
     )
 
 
@@ -550,7 +557,8 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     elif derived_after is not None and derived_after >= 0.5:
         result.note = f"history+events derived {derived_after:.1f} s after (in CPU)"
     result.server_drops, result.slowest_commit_s = figures
-    result.note = "; ".join(filter(None, (result.note, server_note(result))))
+    late = f"Offers late {spans_text(result.late_spans)}" if result.drops else ""
+    result.note = "; ".join(filter(None, (result.note, server_note(result), late)))
     acks = round((result.dora_per_s or 0) * args.period)
     if acks:
         result.cpu_us = round(sum(cpu) / acks * 1e6, 1)
@@ -696,7 +704,11 @@ def table(results: list[Result], servers: list[str]) -> str:
                 "p50/p99: Discover->Ack of completed DORAs; CPU us: per Ack, the server's "
                 "processes and its PostgreSQL backends (of db: the backends), for ipamd "
                 "until its lease journal was derived (history and events, held back while "
-                "at its ceiling: the note says how long after the run)")
+                "at its ceiling: the note says how long after the run); Offers late: in a "
+                "run with drops, its longest stretches (seconds into the run) in which "
+                "Offers, answered from memory by every server, came back over 10 ms late, "
+                "and the latest of each: the answering loop, the client or the machine "
+                "stalled then)")
     rows.append("summary: highest achieved DORA/s with zero drops, with at most 1% drops, "
                 "and the peak (offered rate in brackets)")
     for server in servers:

@@ -55,6 +55,45 @@ def dora_latencies(text: str) -> list[float]:
     return out
 
 
+def late_offer_spans(offers: list[tuple[float, float]], late_ms: float = 10.0,
+                     step: float = 0.1) -> list[tuple[float, float, float]]:
+    """Stretches of a run in which Offers came back late: (from, to, worst ms), in seconds
+    since perfdhcp began, by when the Discover was sent.
+
+    Both servers answer a Discover from memory, without waiting for a commit, so an Offer
+    ``late_ms`` late means the answering loop, the client or the machine stalled then.
+    The run is cut into ``step`` long slices; slices with a late Offer that touch are one
+    stretch. It places a run's lost answers in time: a stretch of a few hundred ms amid a
+    quiet run, or late Offers throughout it.
+    """
+    worst: dict[int, float] = {}
+    for sent, received in offers:
+        late = (received - sent) * 1000
+        if late > late_ms:
+            k = int(sent / step)
+            worst[k] = max(worst.get(k, 0.0), late)
+    spans: list[tuple[float, float, float]] = []
+    for k in sorted(worst):
+        start, end = k * step, (k + 1) * step
+        if spans and math.isclose(spans[-1][1], start):
+            first, _, top = spans[-1]
+            spans[-1] = (first, end, max(top, worst[k]))
+        else:
+            spans.append((start, end, worst[k]))
+    return [(round(a, 3), round(b, 3), round(w, 1)) for a, b, w in spans]
+
+
+def spans_text(spans: list[tuple[float, float, float]], most: int = 3) -> str:
+    """``7.2-9.0 s (36 ms)`` for the longest ``most`` stretches, in time order, and how many
+    shorter ones there were."""
+    if not spans:
+        return ""
+    longest = sorted(spans, key=lambda s: s[0] - s[1])[:most]
+    shown = ", ".join(f"{a:.1f}-{b:.1f} s ({w:.0f} ms)" for a, b, w in sorted(longest))
+    rest = len(spans) - len(longest)
+    return shown + (f" and {rest} shorter" if rest else "")
+
+
 def percentile(values: list[float], q: float) -> float | None:
     """The ``q`` quantile (0..1) by the nearest rank; None for no values."""
     if not values:

@@ -22,8 +22,10 @@ from dhcp_figures import (
     core_times,
     dora_latencies,
     exchange_stamps,
+    late_offer_spans,
     percentile,
     process_cpu,
+    spans_text,
 )
 
 # Shaped like perfdhcp -x t: two DORAs in order, then a burst of two Offers read together
@@ -178,3 +180,19 @@ def test_what_ipamd_says_it_dropped_and_its_slowest_commit() -> None:
              'ipamd_dhcp_commit_duration_seconds_bucket{le="+Inf"} 2.0'
     assert server_figures(beyond) == ({}, math.inf)
     assert server_figures("") == ({}, None)
+
+
+def test_late_offers_are_grouped_into_the_stretches_of_the_run_they_fall_in() -> None:
+    on_time = [(t / 1000, t / 1000 + 0.0005) for t in range(0, 3000, 7)]
+    late = [(1.21, 1.235), (1.33, 1.342), (1.45, 1.47), (2.52, 2.531)]
+    spans = late_offer_spans(sorted(on_time + late))
+    # 1.2-1.5 s: three touching slices with a late Offer; 2.5-2.6 s on its own.
+    assert spans == [(1.2, 1.5, 25.0), (2.5, 2.6, 11.0)]
+    assert late_offer_spans(on_time) == []
+
+
+def test_the_longest_late_stretches_are_named_in_time_order() -> None:
+    spans = [(0.1, 0.2, 12.0), (1.0, 1.6, 30.0), (3.0, 3.3, 15.0), (5.0, 5.1, 40.0)]
+    assert spans_text(spans, most=2) == "1.0-1.6 s (30 ms), 3.0-3.3 s (15 ms) and 2 shorter"
+    assert spans_text(spans[:1]) == "0.1-0.2 s (12 ms)"
+    assert spans_text([]) == ""
