@@ -254,14 +254,16 @@ class Rig:
                   "PERFORM pg_sleep(0.1); END LOOP; END $$", timeout=timeout + 15)
         return time.monotonic() - start
 
-    def ipamd_figures(self) -> tuple[dict[str, int], float | None]:
+    def ipamd_figures(self, keep: Path) -> tuple[dict[str, int], float | None]:
         """ipamd's own drop counters and slowest commit (``server_figures``), from its
-        /metrics on the loopback face; nothing when it does not answer."""
+        /metrics on the loopback face; nothing when it does not answer. The whole text is
+        kept in ``keep`` (its commit batch sizes and times, for a closer look)."""
         try:
             with netns.inside(self.srv):
                 text = httpx.get(f"http://127.0.0.1:{API_PORT}/api/v1/metrics", timeout=10).text
         except httpx.HTTPError:
             return {}, None
+        keep.write_text(text)
         return server_figures(text)
 
     def drop_database(self, name: str) -> None:
@@ -530,7 +532,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         derived_after: float | None = None
         figures: tuple[dict[str, int], float | None] = ({}, None)
         if server == "ipamd":
-            figures = rig.ipamd_figures()
+            figures = rig.ipamd_figures(rig.out / f"{label}.metrics.txt")
             try:
                 derived_after = rig.journal_derived(database)
             except BenchError:
