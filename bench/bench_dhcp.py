@@ -559,7 +559,8 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     elif derived_after is not None and derived_after >= 0.5:
         result.note = f"history+events derived {derived_after:.1f} s after (in CPU)"
     result.server_drops, result.slowest_commit_s = figures
-    late = f"Offers late {spans_text(result.late_spans)}" if result.drops else ""
+    late = (f"Offers late {spans_text(result.late_spans)}"
+            if result.drops and result.late_spans else "")
     result.note = "; ".join(filter(None, (result.note, server_note(result), late)))
     acks = round((result.dora_per_s or 0) * args.period)
     if acks:
