@@ -196,3 +196,20 @@ def test_the_longest_late_stretches_are_named_in_time_order() -> None:
     assert spans_text(spans, most=2) == "1.0-1.6 s (30 ms), 3.0-3.3 s (15 ms) and 2 shorter"
     assert spans_text(spans[:1]) == "0.1-0.2 s (12 ms)"
     assert spans_text([]) == ""
+
+
+def test_timestamps_are_taken_up_to_the_stamps_rate_and_cover_the_latency_rates() -> None:
+    from bench_dhcp import LATENCY_RATES, parse_args, stamp_args
+
+    default = parse_args([]).stamps_max
+    assert all(stamp_args(rate, default) == ("-x", "t") for rate in LATENCY_RATES)
+    assert stamp_args(default, default) == ("-x", "t")
+    assert stamp_args(default + 1, default) == ()
+    assert stamp_args(12000, parse_args(["--stamps-max", "12000"]).stamps_max) == ("-x", "t")
+
+
+def test_a_row_without_timestamps_gives_perfdhcps_average_instead_of_the_median() -> None:
+    from bench_dhcp import Result, latency_text
+
+    assert latency_text(Result("ipamd", 1000, p50_ms=0.84, avg_ms=1.2)) == "p50 0.8 ms"
+    assert latency_text(Result("ipamd", 20000, avg_ms=61.04)) == "avg 61.0 ms"
