@@ -55,6 +55,8 @@ class ApiConfig(Section):
     idempotency_ttl_seconds: int = Field(default=86_400, ge=60)
     graceful_timeout_seconds: float = Field(default=3.0, ge=0, le=30)
     console_enabled: bool = True
+    # Before the first token: Host names besides loopback ones and the host name (auth.py).
+    bootstrap_host_names: list[Annotated[str, Field(min_length=1, max_length=253)]] = []
     # Processes serving the API: 1 = the main process itself; more = that many worker
     # processes on the same sockets; 0 = one per CPU core (see worker_count).
     workers: int = Field(default=0, ge=0, le=64)

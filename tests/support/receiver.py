@@ -121,12 +121,13 @@ class Reply:
 
 
 def verify_service(header: str, secrets: list[bytes], body: bytes) -> bool:
-    offered = [v.strip() for v in header.split(",") if v.strip()]
+    """A receiver written to spec §6: one `sha256=<hex>` value, checked against every secret
+    it knows (old and new during a rotation, §6 rule 6)."""
+    offered = header.strip().encode()
     ok = False
     for secret in secrets:
         expected = ("sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()).encode()
-        for value in offered:
-            ok |= hmac.compare_digest(expected, value.encode())
+        ok |= hmac.compare_digest(expected, offered)
     return ok
 
 

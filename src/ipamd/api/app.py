@@ -262,6 +262,10 @@ def _view(
                 )
         caller = await auth.authenticate(
             state, token_cache, remote, _header("Authorization"))
+        if caller.token_id is None:
+            auth.check_bootstrap_request(
+                route.method, _header("Host"), _header("Content-Type"),
+                state.config.api.bootstrap_host_names)
         g.actor = caller.actor
         auth.authorize(caller, route.role)
         key = _header("Idempotency-Key")

@@ -2,6 +2,12 @@
 
 Until the first token exists only loopback clients are served (as admin: it is the
 box itself). After that every request carries ``Authorization: Bearer service_live_…``.
+
+"Loopback" is not enough on its own: a web page open in a browser on the box, or a DNS
+rebinding name that resolves to 127.0.0.1, reaches the loopback face too. So before the
+first token a request must also name the box in its Host header, and a mutating one must
+carry a JSON content type, which a page of another origin cannot send without a CORS
+preflight that this API never grants (docs/security.md, "Bootstrap").
 """
 
 from __future__ import annotations
@@ -9,6 +15,8 @@ from __future__ import annotations
 import functools
 import hmac
 import ipaddress
+import socket
+from collections.abc import Iterable
 
 import asyncpg
 
@@ -19,6 +27,10 @@ from ipamd.ipam import tokens
 from ipamd.state import AppState
 
 UNAUTHENTICATED = 'Bearer realm="ipamd"'
+# Names that always mean this host (RFC 6761 §6.3: .localhost names are loopback).
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
+                            "ip6-loopback"})
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 @functools.lru_cache(maxsize=4096)  # asked twice a request; a client keeps its address
@@ -56,6 +68,54 @@ async def bootstrap_open(state: AppState) -> bool:
         return False
     state.tokens_exist = await state.db.run(_any_token)
     return not state.tokens_exist
+
+
+def host_name(host: str) -> str:
+    """The name in a Host header, without its port (RFC 9110 §7.2), lowercased."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host.rstrip(".")
+
+
+def names_the_box(host: str | None, configured: Iterable[str]) -> bool:
+    """Whether a Host header names this box: a loopback name or address, the host's own name,
+    or a name in ``api.bootstrap_host_names``."""
+    if not host:
+        return False
+    name = host_name(host)
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    if name == socket.gethostname().lower() or name in {n.lower() for n in configured}:
+        return True
+    return is_loopback(name)
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json"))
+
+
+def check_bootstrap_request(
+    method: str, host: str | None, content_type: str | None, configured: Iterable[str]
+) -> None:
+    """The rules a request must meet before the first token exists (besides loopback)."""
+    if not names_the_box(host, configured):
+        raise ApiError(
+            403,
+            "the appliance has no API token yet: the first one is minted only with a Host "
+            "header that names this box (127.0.0.1, localhost, its host name or "
+            "api.bootstrap_host_names)",
+        )
+    if method in MUTATING and not _is_json(content_type):
+        raise ApiError(
+            415,
+            "the appliance has no API token yet: a request that changes something needs "
+            "Content-Type: application/json",
+        )
 
 
 def _unauthorized(message: str) -> ApiError:

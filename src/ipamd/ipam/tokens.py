@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core import audit
-from ipamd.core.errors import NotFound, not_found
+from ipamd.core.errors import NotFound, conflict, not_found
 
 PREFIX = "service_live_"
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -57,8 +57,13 @@ async def create(
 ) -> dict[str, Any]:
     """Mint a token; the secret is in the returned value and nowhere else."""
     if require_no_tokens:
-        # Bootstrap: serialise first mints so the loopback window closes exactly once.
+        # Bootstrap: serialise first mints so the loopback window closes exactly once; a
+        # mint that waited for the lock behind another one finds a token and mints nothing.
         await conn.execute("LOCK TABLE tokens IN SHARE ROW EXCLUSIVE MODE")
+        if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tokens)"):
+            raise conflict(
+                "the first token was minted by another request meanwhile: this one minted "
+                "nothing; authenticate with a Bearer token")
     secret = new_secret()
     row = await conn.fetchrow(
         f"""INSERT INTO tokens (name, role, secret_hash, hint, expires_at, created_by)

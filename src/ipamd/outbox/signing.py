@@ -1,12 +1,12 @@
 """Signature headers of a delivery (spec §6) and the Standard Webhooks headers.
 
-X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>. During a rotation the
-header carries two comma-separated values, the current secret's first; a receiver accepts
-the request if any value matches a secret it knows.
+X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>, one value, made with the
+current secret, also during a rotation: spec §6 names one value, and the rotation's overlap is
+the receiver's job (§6 rule 6: it accepts the old and the new secret while the switch happens).
 
 webhook-id / webhook-timestamp / webhook-signature follow the Standard Webhooks scheme:
-v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>, space-separated when there are
-two. The key is the secret's bytes, or for a `whsec_<base64>` secret the decoded bytes, so
+v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>; during a rotation it carries the
+current and the previous secret's, space-separated, as that format allows. The key is the secret's bytes, or for a `whsec_<base64>` secret the decoded bytes, so
 the standardwebhooks libraries verify with the secret as it is.
 """
 
@@ -49,7 +49,7 @@ def headers(
         "Content-Type": "application/json",
         "X-Service-Topic": topic,
         "X-Service-Delivery": delivery_id,
-        SIGNATURE_HEADER: ", ".join(service_signature(s, body) for s in secrets),
+        SIGNATURE_HEADER: service_signature(secrets[0], body),
         "webhook-id": delivery_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": " ".join(
@@ -59,12 +59,11 @@ def headers(
 
 
 def verify_service_signature(header: str, secrets: Sequence[bytes], body: bytes) -> bool:
-    """Receiver side (docs and tests): constant-time comparison against every value."""
-    offered = [item.strip() for item in header.split(",") if item.strip()]
+    """Receiver side (docs and tests): the one `sha256=<hex>` value against every secret the
+    receiver knows (old and new during a rotation), compared in constant time."""
+    offered = header.strip().encode()
     ok = False
     for secret in secrets:
-        expected = service_signature(secret, body).encode()
-        for value in offered:
-            # No early exit: the time taken does not depend on which value matched.
-            ok |= hmac.compare_digest(expected, value.encode())
+        # No early exit: the time taken does not depend on which secret matched.
+        ok |= hmac.compare_digest(service_signature(secret, body).encode(), offered)
     return ok

@@ -27,15 +27,20 @@ def test_headers_single_secret():
     assert h["webhook-timestamp"] == "1700000000"
 
 
-def test_rotation_carries_both_and_either_verifies():
+def test_rotation_signs_with_the_current_secret_only():
+    # Spec §6: X-Service-Signature is one sha256=<hex>; the overlap is the receiver's job.
     body = b"{}"
     h = signing.headers([b"new", b"old"], delivery_id="d", topic="t", timestamp=1, body=body)
-    assert h["X-Service-Signature"].count("sha256=") == 2
+    assert h["X-Service-Signature"] == signing.service_signature(b"new", body)
+    assert "," not in h["X-Service-Signature"]
+    # The Standard Webhooks header may carry both, as its format allows.
     assert len(h["webhook-signature"].split()) == 2
-    assert signing.verify_service_signature(h["X-Service-Signature"], [b"old"], body)
-    assert signing.verify_service_signature(h["X-Service-Signature"], [b"new"], body)
-    assert not signing.verify_service_signature(h["X-Service-Signature"], [b"other"], body)
+    # A receiver in the middle of a rotation knows both secrets and accepts.
+    assert signing.verify_service_signature(h["X-Service-Signature"], [b"old", b"new"], body)
+    assert not signing.verify_service_signature(h["X-Service-Signature"], [b"old"], body)
     assert not signing.verify_service_signature(h["X-Service-Signature"], [b"new"], body + b" ")
+    two_values = h["X-Service-Signature"] + ", " + signing.service_signature(b"old", body)
+    assert not signing.verify_service_signature(two_values, [b"old", b"new"], body)
 
 
 def test_whsec_secrets_are_base64_keys_for_standard_webhooks():

@@ -48,7 +48,8 @@ class WebhookCreate(_WebhookChecks):
     )
     previous_secret_ref: str | None = Field(
         default=None,
-        description="during a rotation, the old secret's reference: both signatures are sent",
+        description="during a rotation, the old secret's reference: the Standard Webhooks header "
+        "carries both signatures; X-Service-Signature only the current one (spec §6)",
     )
     topics: str = Field(
         default="*", description="comma-separated topics (lease.granted, ..., ipam.audit) or *"
