@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ipamd import __version__, logsetup
-from ipamd.config import Config, ConfigError, load, redacted
+from ipamd.config import Config, ConfigError, load, redact_dsn, redacted
 from ipamd.db.backup import BackupError
 from ipamd.db.bridge import DatabaseRefused
 from ipamd.db.cluster import ClusterError
 from ipamd.db.migrate import SchemaTooNew
 
 log = logging.getLogger("ipamd")
+# The appliance image's /usr/local/bin/ipamd sets it: `ipamd restore` then stops and starts
+# the ipamd program itself (image/README.md).
+ENV_SUPERVISOR = "IPAMD_SUPERVISOR"
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -181,9 +188,13 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    """Replace the database and TLS pair with a backup's (ipamd stopped, postgres running),
-    then migrate an older backup up to this version."""
+    """Replace the database and TLS pair with a backup's (postgres running), then migrate an
+    older backup up to this version. With a supervisor (``--supervisor``, $IPAMD_SUPERVISOR:
+    the appliance image sets it) a running ipamd program is stopped first and started again
+    after; otherwise ipamd must be stopped by hand, as before."""
     from pathlib import Path
+
+    import trio
 
     from ipamd import runtime
     from ipamd.db import backup, migrate
@@ -196,21 +207,63 @@ def cmd_restore(args: argparse.Namespace) -> int:
     backup.read(Path(args.file), known)  # refuse a newer schema before connecting at all
 
     async def create() -> None:  # a fresh appliance: wait for postgres, create the database
-        db = await runtime.prepare_database(config)
+        try:
+            db = await runtime.prepare_database(config)
+        except (trio.TooSlowError, ConnectionError) as error:  # waited connect_timeout_seconds
+            raise BackupError(_unreachable(config, error)) from None
         await db.close()
-
-    run_sync(create)
-    manifest = backup.restore(Path(args.file), dsn=dsn, bin_dir=bin_dir, known_schema=known,
-                              tls_dir=tls_dir)
 
     async def upgrade() -> list[int]:
         return await run_once(dsn, migrate.migrate)
 
-    applied = run_sync(upgrade)
+    with _program_stopped(args.supervisor, "ipamd"):
+        run_sync(create)
+        manifest = backup.restore(Path(args.file), dsn=dsn, bin_dir=bin_dir,
+                                  known_schema=known, tls_dir=tls_dir)
+        applied = run_sync(upgrade)
     print(json.dumps({"file": args.file, "schema_version": manifest.schema_version,
                       "node": manifest.node, "created_at": manifest.created_at,
                       "migrated": applied, "tls": manifest.tls and tls_dir is not None}))
     return 0
+
+
+def _unreachable(config: Config, error: BaseException) -> str:
+    if config.database.dsn:
+        return (f"restore: the database does not answer (database.dsn = "
+                f"{redact_dsn(config.database.dsn)}; {error}): check that server and try "
+                "again. Nothing was changed.")
+    return (f"restore: the bundled postgres does not answer (waited "
+            f"{config.database.connect_timeout_seconds:g}s on its socket in "
+            f"{config.path(config.database.socket_dir)}): start it (supervisorctl start "
+            "postgres) and try again. Nothing was changed.")
+
+
+@contextlib.contextmanager
+def _program_stopped(supervisor_conf: str | None, program: str) -> Iterator[None]:
+    """``program`` stopped under the supervisord of ``supervisor_conf`` while the block runs,
+    when it was running; started again after, whether the block succeeded or not (a restore
+    that fails changes nothing). No configuration, or not running: nothing to do."""
+    def ctl(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: S603 - supervisor's own client, fixed argv
+            [sys.executable, "-m", "supervisor.supervisorctl", "-c", supervisor_conf or "",
+             *argv], capture_output=True, text=True, check=False, timeout=60)
+
+    running = bool(supervisor_conf) and ctl("status", program).stdout.split()[1:2] == [
+        "RUNNING"]
+    if running:
+        stopped = ctl("stop", program)
+        if stopped.returncode != 0:
+            raise BackupError(f"could not stop {program} under supervisor ({supervisor_conf}): "
+                              f"{stopped.stdout.strip() or stopped.stderr.strip()}")
+    try:
+        yield
+    finally:
+        if running:
+            started = ctl("start", program)
+            if started.returncode != 0:
+                print(f"ipamd: could not start {program} again under supervisor "
+                      f"({supervisor_conf}): {started.stdout.strip() or started.stderr.strip()}",
+                      file=sys.stderr)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -248,8 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("file", metavar="FILE")
     made.set_defaults(fn=cmd_backup)
     back = sub.add_parser("restore", help="replace the database and TLS pair with FILE's, "
-                          "all or nothing (stop ipamd first; refuses a newer schema)")
+                          "all or nothing (stop ipamd first, or give --supervisor; refuses "
+                          "a newer schema)")
     back.add_argument("file", metavar="FILE")
+    back.add_argument("--supervisor", metavar="CONF", default=os.environ.get(ENV_SUPERVISOR),
+                      help="supervisord.conf of a running appliance: its ipamd program is "
+                      "stopped for the restore and started again after (default: "
+                      f"${ENV_SUPERVISOR})")
     back.set_defaults(fn=cmd_restore)
     role = sub.add_parser("child", help="internal: a role `ipamd run` runs in a child "
                           "process (the configuration comes on stdin)")
