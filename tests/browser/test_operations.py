@@ -177,6 +177,35 @@ async def test_work_replay_of_a_failed_delivery(appliance: runtime.Running, toke
     await browser.run(base, drive, token=tokens["operator"])
     (done,) = await wait_rows(viewer, hook["id"], 1, "delivered")
     assert done["id"] == row["id"]
+    # Replay is offered only where the API would take it: a delivered row gets 409 there, so
+    # the console shows no Replay on it; nor on a failed row whose webhook was deleted.
+    assert (await admin.post(f"/outbox/{row['id']}/replay")).status_code == 409
+    assert not done["replayable"]
+    receiver.reply_next(*[Reply(500)] * 3)
+    await lease(relay, 8, "work-host-2")
+    failed = (await wait_rows(viewer, hook["id"], 1, "failed"))[0]
+    assert failed["replayable"]
+    receiver.reply_next(*[Reply(500)] * 3)  # its own creation's ipam.audit delivery fails
+    other = await make_hook(admin, receiver, name="gone-hook", topics="ipam.audit")
+    (orphan,) = await wait_rows(viewer, other["id"], 1, "failed")
+    assert (await admin.delete(f"/webhooks/{other['id']}")).status_code == 204
+    assert (await admin.post(f"/outbox/{orphan['id']}/replay")).status_code == 409
+
+    def no_replay(v: Visit) -> None:
+        page = v.page
+        v.go("#/work?kind=webhook&state=delivered")
+        delivered = page.locator(".paged table.table tbody tr")
+        expect(delivered).to_have_count(1)
+        expect(delivered.first.get_by_role("button", name="Attempts")).to_be_visible()
+        expect(delivered.first.get_by_role("button", name="Replay", exact=False)).to_have_count(0)
+        v.go("#/work?kind=webhook&state=failed")
+        failed_rows = page.locator(".paged table.table tbody tr")
+        expect(failed_rows).to_have_count(2)
+        expect(failed_rows.get_by_role("button", name="Replay", exact=False)).to_have_count(1)
+        expect(page.get_by_role("button", name=f"Replay lease.granted {failed['id']}")
+               ).to_be_visible()
+
+    await browser.run(base, no_replay, token=tokens["operator"])
 
 
 async def test_admin_and_reference_pages(appliance: runtime.Running, tokens: dict,

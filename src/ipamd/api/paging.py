@@ -27,6 +27,12 @@ class PageQuery(Query):
     cursor: str | None = Field(default=None, description="next_cursor of the previous page")
 
 
+class TenantPageQuery(PageQuery):
+    """A page of a list that filters by tenant (spec §2: every object has one)."""
+
+    tenant_id: uuid.UUID | None = Field(default=None, description="only this tenant's")
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or untrusted.unstorable(value) is not None:
         raise ValueError("not a storable string")

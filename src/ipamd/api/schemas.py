@@ -27,6 +27,7 @@ class ErrorBody(BaseModel):
 
 class TokenOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID
     name: str
     role: str
     hint: str = Field(description="the first characters of the secret, for recognition")

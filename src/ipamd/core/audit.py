@@ -7,6 +7,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core import jsonutil
+from ipamd.core.secret_locations import redacted
 
 AUDIT_TOPIC = "ipam.audit"
 
@@ -37,21 +38,25 @@ async def record(
     before: Any,
     after: Any,
 ) -> dict[str, Any]:
-    """One audit entry plus its ipam.audit event row; one round trip."""
+    """One audit entry plus its ipam.audit event row; one round trip.
+
+    Secret locations never enter it (core/secret_locations: viewers read entries, and each
+    goes out as an event body)."""
     row = await conn.fetchrow(
         _RECORD,
         actor,
         action,
         object_type,
         None if object_id is None else str(object_id),
-        None if before is None else jsonutil.plain(before),
-        None if after is None else jsonutil.plain(after),
+        None if before is None else redacted(jsonutil.plain(before)),
+        None if after is None else redacted(jsonutil.plain(after)),
         AUDIT_TOPIC,
     )
     return dict(row)
 
 
 def entry_out(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    """An entry as the API shows it; redacted again for entries written before the rule."""
     return {
         "id": row["id"],
         "at": row["at"],
@@ -59,8 +64,8 @@ def entry_out(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "action": row["action"],
         "object_type": row["object_type"],
         "object_id": row["object_id"],
-        "before": row["before"],
-        "after": row["after"],
+        "before": redacted(row["before"]),
+        "after": redacted(row["after"]),
     }
 
 

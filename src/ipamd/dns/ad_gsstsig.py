@@ -8,6 +8,7 @@ The gssapi calls may talk to the KDC (blocking C library calls): they run in a t
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import time
@@ -30,16 +31,22 @@ from ipamd.dns.bind_tsig import BindTsig
 from ipamd.dns.change import Change
 
 TKEY_MODE_GSSAPI = 3  # RFC 2930 §2.5
+log = logging.getLogger("ipamd.dns")
 
 
 def _keytab(path: str) -> str:
-    """The keytab, refused unless a regular file readable by its owner only (0600)."""
+    """The keytab, refused unless a regular file readable by its owner only (0600). The
+    message names no path (viewers read it: core/secret_locations); the log does."""
     try:
         info = os.stat(path)
     except OSError as error:
-        raise DnsFailure("SECRET", f"keytab {path} cannot be read: {error.strerror}") from None
+        log.warning("keytab %s cannot be read: %s", path, error.strerror)
+        raise DnsFailure("SECRET", f"the keytab cannot be read: {error.strerror} "
+                         "(see the server log)") from None
     if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) & 0o077:
-        raise DnsFailure("SECRET", f"keytab {path} must be a regular file of mode 0600")
+        log.warning("keytab %s is not a regular file of mode 0600", path)
+        raise DnsFailure("SECRET", "the keytab must be a regular file of mode 0600 "
+                         "(see the server log)")
     return path
 
 

@@ -48,8 +48,8 @@ def tsig_key(server: Server) -> dns.tsig.Key:
     except SecretError as error:
         raise DnsFailure("SECRET", str(error)) from None
     except (binascii.Error, ValueError):
-        raise DnsFailure("SECRET", f"the secret behind {server.secret_ref} is not base64 "
-                         "(a TSIG secret as in the server's key statement)") from None
+        raise DnsFailure("SECRET", "the secret is not base64 (a TSIG secret as in the "
+                         "server's key statement)") from None
     return dns.tsig.Key(_name(server.tsig_key_name or ""), raw,
                         ALGORITHMS.get(server.tsig_algorithm, dns.tsig.HMAC_SHA256))
 

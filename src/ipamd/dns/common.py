@@ -9,8 +9,6 @@ import asyncpg
 
 from ipamd.core.errors import conflict
 
-REDACTED = "(redacted)"  # a secret reference in audit entries (they go out as events)
-
 
 async def fetch_unique(
     conn: asyncpg.Connection, what: str, sql: str, *args: Any

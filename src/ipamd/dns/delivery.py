@@ -2,7 +2,9 @@
 
 Plugged into the outbox scheduler by the runtime (``handlers``), so retries, backoff, the
 Work view and Replay are the outbox's own. The DNS exchange happens outside any transaction;
-a failure is the row's last_error (the server's answer first: REFUSED, NOTAUTH, BADSIG...).
+a failure is the row's last_error (the server's answer first: REFUSED, NOTAUTH, BADSIG...),
+which viewers read: the server's secret locations are taken out of it (core/secret_locations;
+a Kerberos library may name the keytab), the full message goes to this node's log.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 import trio
 
+from ipamd.core.secret_locations import scrub
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dns import change as change_mod
 from ipamd.dns.ad_gsstsig import AdGssTsig
@@ -86,9 +89,12 @@ class DnsDeliverer:
         try:
             answer = await adapter.apply(server, change, self.timeout)
         except DnsFailure as failure:
+            message = scrub(str(failure), (server.secret_ref, server.keytab_path))
+            if message != str(failure):
+                log.warning("DNS server %s: %s", server.name, failure)
             if failure.final:
-                return attempt.final(str(failure))
-            return attempt.retry(str(failure), response=failure.answer)
+                return attempt.final(message)
+            return attempt.retry(message, response=failure.answer)
         return attempt.delivered(response=f"{server.name}: {answer.summary}")
 
 

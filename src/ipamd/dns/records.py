@@ -23,10 +23,11 @@ import dns.rdatatype
 
 from ipamd.core import audit, dnsname
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.tenancy import tenant_for_create
 from ipamd.dns.common import fetch_unique
 
 TYPES = ("A", "AAAA", "CNAME", "PTR", "TXT", "MX", "SRV", "NS")
-COLUMNS = "r.id, r.zone_id, r.name, r.type, r.value, r.ttl, r.created_at, r.updated_at"
+COLUMNS = "r.id, r.tenant_id, r.zone_id, r.name, r.type, r.value, r.ttl, r.created_at, r.updated_at"
 VALUE_MAX = 2000
 # Owner labels: LDH plus the underscore of service names (_sip._tcp), or a leading wildcard.
 _OWNER_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -75,12 +76,13 @@ def canonical_value(rtype: str, value: str, zone: str) -> str:
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in (
-        "id", "zone_id", "name", "type", "value", "ttl", "created_at", "updated_at")}
+        "id", "tenant_id", "zone_id", "name", "type", "value", "ttl", "created_at", "updated_at")}
 
 
 async def _zone(conn: asyncpg.Connection, zone_id: uuid.UUID) -> asyncpg.Record:
     # FOR UPDATE: record changes in one zone are serialised, so CNAME exclusivity holds.
-    zone = await conn.fetchrow("SELECT id, name FROM dns_zones WHERE id = $1 FOR UPDATE", zone_id)
+    zone = await conn.fetchrow(
+        "SELECT id, name, tenant_id FROM dns_zones WHERE id = $1 FOR UPDATE", zone_id)
     if zone is None:
         raise not_found("DNS zone", str(zone_id))
     return zone
@@ -127,11 +129,13 @@ async def create(
     zone = await _zone(conn, zone_id)
     name, value = _check(zone, values)
     await _exclusive(conn, zone, name, values["type"], None)
+    # A record keeps its zone's tenant (as a pool keeps its subnet's).
+    tenant_id = await tenant_for_create(conn, values.get("tenant_id"), zone["tenant_id"])
     row = await fetch_unique(
         conn, _dup(name, values["type"]),
-        f"""INSERT INTO dns_records AS r (zone_id, name, type, value, ttl)
-            VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}""",
-        zone_id, name, values["type"], value, values.get("ttl"),
+        f"""INSERT INTO dns_records AS r (zone_id, name, type, value, ttl, tenant_id)
+            VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}""",
+        zone_id, name, values["type"], value, values.get("ttl"), tenant_id,
     )
     await audit.record(conn, actor, "create", "dns_record", row["id"], None, public(row))
     return public(row)

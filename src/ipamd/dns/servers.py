@@ -16,15 +16,17 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid, not_found
-from ipamd.dns.common import REDACTED, fetch_unique, page_sql
+from ipamd.core.secret_locations import redacted
+from ipamd.core.tenancy import tenant_for_create
+from ipamd.dns.common import fetch_unique, page_sql
 from ipamd.outbox import secrets
 from ipamd.outbox.urlguard import UrlRefused, check_url
 
 ADAPTERS = ("bind_tsig", "powerdns_http", "ad_gsstsig", "embedded")
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
-COLUMNS = ("id, name, adapter, host(address) AS address, port, tsig_key_name, tsig_algorithm, "
-           "api_url, pdns_server_id, secret_ref, krb_realm, krb_principal, keytab_path, "
-           "krb_service_host, created_at, updated_at")
+COLUMNS = ("id, tenant_id, name, adapter, host(address) AS address, port, tsig_key_name, "
+           "tsig_algorithm, api_url, pdns_server_id, secret_ref, krb_realm, krb_principal, "
+           "keytab_path, krb_service_host, created_at, updated_at")
 UPDATABLE = ("name", "address", "port", "tsig_key_name", "tsig_algorithm", "api_url",
              "pdns_server_id", "secret_ref", "krb_realm", "krb_principal", "keytab_path",
              "krb_service_host")
@@ -95,13 +97,13 @@ def _adapter_rules(s: dict[str, Any]) -> None:
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in (
-        "id", "name", "adapter", "address", "port", "tsig_key_name", "tsig_algorithm",
+        "id", "tenant_id", "name", "adapter", "address", "port", "tsig_key_name", "tsig_algorithm",
         "api_url", "pdns_server_id", "secret_ref", "krb_realm", "krb_principal", "keytab_path",
         "krb_service_host", "created_at", "updated_at")}
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    return {**public(row), "secret_ref": None if row["secret_ref"] is None else REDACTED}
+    return redacted(public(row))
 
 
 def _dup(name: str) -> str:
@@ -115,16 +117,17 @@ def _inet(value: str | None) -> Any:
 async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -> dict[str, Any]:
     s = {**DEFAULTS, **values}
     _adapter_rules(s)
+    tenant_id = await tenant_for_create(conn, s.get("tenant_id"))
     row = await fetch_unique(
         conn, _dup(s["name"]),
         f"""INSERT INTO dns_servers (name, adapter, address, port, tsig_key_name, tsig_algorithm,
                                      api_url, pdns_server_id, secret_ref, krb_realm,
-                                     krb_principal, keytab_path, krb_service_host)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                     krb_principal, keytab_path, krb_service_host, tenant_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             RETURNING {COLUMNS}""",
         s["name"], s["adapter"], _inet(s["address"]), s["port"], s["tsig_key_name"],
         s["tsig_algorithm"], s["api_url"], s["pdns_server_id"], s["secret_ref"],
-        s["krb_realm"], s["krb_principal"], s["keytab_path"], s["krb_service_host"],
+        s["krb_realm"], s["krb_principal"], s["keytab_path"], s["krb_service_host"], tenant_id,
     )
     await audit.record(conn, actor, "create", "dns_server", row["id"], None, audited(row))
     return public(row)
@@ -138,9 +141,12 @@ async def get(conn: asyncpg.Connection, server_id: uuid.UUID) -> dict[str, Any]:
 
 
 async def list_page(
-    conn: asyncpg.Connection, after: uuid.UUID | None, limit: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID | None, after: uuid.UUID | None, limit: int
 ) -> list[dict[str, Any]]:
-    rows = await conn.fetch(page_sql(COLUMNS, "dns_servers"), after, limit + 1)
+    rows = await conn.fetch(
+        page_sql(COLUMNS, "dns_servers", "($3::uuid IS NULL OR tenant_id = $3)"),
+        after, limit + 1, tenant_id,
+    )
     return [public(r) for r in rows]
 
 

@@ -13,9 +13,10 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.tenancy import tenant_for_create
 from ipamd.dns.common import fetch_unique, page_sql
 
-COLUMNS = "id, name, server_id, default_ttl, created_at, updated_at"
+COLUMNS = "id, tenant_id, name, server_id, default_ttl, created_at, updated_at"
 
 
 def check_name(value: str) -> str:
@@ -29,7 +30,8 @@ def check_name(value: str) -> str:
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": row["id"], "name": row["name"], "server_id": row["server_id"],
+        "id": row["id"], "tenant_id": row["tenant_id"], "name": row["name"],
+        "server_id": row["server_id"],
         "kind": "reverse" if row["name"].endswith(".arpa") else "forward",
         "default_ttl": row["default_ttl"], "created_at": row["created_at"],
         "updated_at": row["updated_at"],
@@ -44,11 +46,12 @@ async def _server_exists(conn: asyncpg.Connection, server_id: uuid.UUID) -> None
 
 async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -> dict[str, Any]:
     await _server_exists(conn, values["server_id"])
+    tenant_id = await tenant_for_create(conn, values.get("tenant_id"))
     row = await fetch_unique(
         conn, f"name: the zone {values['name']!r} already exists",
-        f"""INSERT INTO dns_zones (name, server_id, default_ttl) VALUES ($1, $2, $3)
-            RETURNING {COLUMNS}""",
-        values["name"], values["server_id"], values.get("default_ttl", 3600),
+        f"""INSERT INTO dns_zones (name, server_id, default_ttl, tenant_id)
+            VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}""",
+        values["name"], values["server_id"], values.get("default_ttl", 3600), tenant_id,
     )
     await audit.record(conn, actor, "create", "dns_zone", row["id"], None, public(row))
     return public(row)
@@ -62,10 +65,13 @@ async def get(conn: asyncpg.Connection, zone_id: uuid.UUID) -> dict[str, Any]:
 
 
 async def list_page(
-    conn: asyncpg.Connection, name: str | None, after: uuid.UUID | None, limit: int
+    conn: asyncpg.Connection, name: str | None, tenant_id: uuid.UUID | None,
+    after: uuid.UUID | None, limit: int,
 ) -> list[dict[str, Any]]:
     rows = await conn.fetch(
-        page_sql(COLUMNS, "dns_zones", "($3::text IS NULL OR name = $3)"), after, limit + 1, name
+        page_sql(COLUMNS, "dns_zones",
+                 "($3::text IS NULL OR name = $3) AND ($4::uuid IS NULL OR tenant_id = $4)"),
+        after, limit + 1, name, tenant_id,
     )
     return [public(r) for r in rows]
 

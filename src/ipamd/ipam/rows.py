@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import asyncpg
 
-from ipamd.core.errors import invalid, not_found
+from ipamd.core.errors import not_found
 
-# Fixed in 0002_ipam.sql so every node and every test agrees on it.
-DEFAULT_TENANT = uuid.UUID("00000000-0000-7000-8000-000000000001")
+# Moved to core (the dns, outbox and ops rooms' creates use them too); kept importable here.
+from ipamd.core.tenancy import DEFAULT_TENANT as DEFAULT_TENANT
+from ipamd.core.tenancy import tenant_for_create as tenant_for_create
 
 
 async def one(
@@ -37,22 +37,6 @@ def set_clause(
         values.append(value)
     parts.append("updated_at = now()")
     return ", ".join(parts), values
-
-
-async def tenant_for_create(
-    conn: asyncpg.Connection, tenant_id: uuid.UUID | None, inherited: uuid.UUID | None = None
-) -> uuid.UUID:
-    """The tenant a new object belongs to: the given one (which must exist), else the parent's
-    tenant for objects with a parent, else the default tenant (spec §2)."""
-    if tenant_id is None:
-        return inherited or DEFAULT_TENANT
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1)", tenant_id):
-        raise invalid("tenant_id", f"tenant {tenant_id} does not exist")
-    if inherited is not None and tenant_id != inherited:
-        raise invalid(
-            "tenant_id", f"must be the parent's tenant {inherited} (or be left out)"
-        )
-    return tenant_id
 
 
 def plural(count: int, noun: str) -> str:

@@ -84,7 +84,14 @@ async def delete(conn: asyncpg.Connection, actor: str, tenant_id: uuid.UUID) -> 
     counts = await conn.fetchrow(
         """SELECT (SELECT count(*) FROM prefixes WHERE tenant_id = $1) AS prefix,
                   (SELECT count(*) FROM subnets WHERE tenant_id = $1) AS subnet,
-                  (SELECT count(*) FROM client_classes WHERE tenant_id = $1) AS "client class"
+                  (SELECT count(*) FROM client_classes WHERE tenant_id = $1) AS "client class",
+                  (SELECT count(*) FROM dns_servers WHERE tenant_id = $1) AS "DNS server",
+                  (SELECT count(*) FROM dns_zones WHERE tenant_id = $1) AS "DNS zone",
+                  (SELECT count(*) FROM webhooks WHERE tenant_id = $1) AS webhook,
+                  (SELECT count(*) FROM alert_destinations WHERE tenant_id = $1)
+                      AS "alert destination",
+                  (SELECT count(*) FROM tokens WHERE tenant_id = $1 AND revoked_at IS NULL)
+                      AS token
         """,
         tenant_id,
     )

@@ -5,16 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
+import uuid
 from typing import Any
 
 import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import NotFound, conflict, not_found
+from ipamd.core.tenancy import tenant_for_create
 
 PREFIX = "service_live_"
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_COLUMNS = "id, name, role, hint, created_at, updated_at, expires_at, last_used_at, revoked_at"
+_COLUMNS = ("id, tenant_id, name, role, hint, created_at, updated_at, expires_at, last_used_at, "
+            "revoked_at")
 
 
 def new_secret() -> str:
@@ -35,6 +38,7 @@ def hash_secret(secret: str) -> bytes:
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"],
+        "tenant_id": row["tenant_id"],
         "name": row["name"],
         "role": row["role"],
         "hint": row["hint"],
@@ -54,8 +58,11 @@ async def create(
     role: str,
     expires_at: dt.datetime | None,
     require_no_tokens: bool,
+    tenant_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
-    """Mint a token; the secret is in the returned value and nowhere else."""
+    """Mint a token; the secret is in the returned value and nowhere else.
+
+    ``tenant_id`` (spec §2) labels the token; it does not narrow what the token may reach."""
     if require_no_tokens:
         # Bootstrap: serialise first mints so the loopback window closes exactly once; a
         # mint that waited for the lock behind another one finds a token and mints nothing.
@@ -64,16 +71,18 @@ async def create(
             raise conflict(
                 "the first token was minted by another request meanwhile: this one minted "
                 "nothing; authenticate with a Bearer token")
+    tenant = await tenant_for_create(conn, tenant_id)
     secret = new_secret()
     row = await conn.fetchrow(
-        f"""INSERT INTO tokens (name, role, secret_hash, hint, expires_at, created_by)
-            VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_COLUMNS}""",
+        f"""INSERT INTO tokens (name, role, secret_hash, hint, expires_at, created_by, tenant_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {_COLUMNS}""",
         name,
         role,
         hash_secret(secret),
         secret[: len(PREFIX) + 4],
         expires_at,
         actor,
+        tenant,
     )
     shown = public(row)
     await audit.record(conn, actor, "create", "token", row["id"], None, shown)
@@ -88,15 +97,18 @@ async def get(conn: asyncpg.Connection, token_id: Any) -> dict[str, Any]:
 
 
 async def list_page(
-    conn: asyncpg.Connection, after: Any, limit: int, include_revoked: bool
+    conn: asyncpg.Connection, after: Any, limit: int, include_revoked: bool,
+    tenant_id: uuid.UUID | None = None,
 ) -> list[dict[str, Any]]:
     rows = await conn.fetch(
         f"""SELECT {_COLUMNS} FROM tokens
             WHERE ($1::uuid IS NULL OR id > $1) AND ($3 OR revoked_at IS NULL)
+              AND ($4::uuid IS NULL OR tenant_id = $4)
             ORDER BY id LIMIT $2""",
         after,
         limit + 1,
         include_revoked,
+        tenant_id,
     )
     return [public(r) for r in rows]
 

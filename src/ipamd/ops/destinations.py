@@ -19,6 +19,8 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.secret_locations import redacted
+from ipamd.core.tenancy import tenant_for_create
 from ipamd.outbox import secrets
 from ipamd.outbox.urlguard import UrlRefused, check_url
 
@@ -113,17 +115,17 @@ def _out(row: asyncpg.Record) -> dict[str, Any]:
 
 def audited(row: dict[str, Any]) -> dict[str, Any]:
     """The destination as the audit log keeps it: viewers read the log, and a *_ref says
-    where a secret lives, so it reads (redacted) there, as a webhook's secret_ref does."""
-    settings = {k: "(redacted)" if k.endswith("_ref") else v for k, v in row["settings"].items()}
-    return {**row, "settings": settings}
+    where a secret lives, so it reads (redacted) there (core/secret_locations)."""
+    return redacted(row)
 
 
 async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -> dict[str, Any]:
     settings = check_settings(values["kind"], values["settings"])
+    tenant_id = await tenant_for_create(conn, values.get("tenant_id"))
     row = await conn.fetchrow(
-        """INSERT INTO alert_destinations (name, kind, settings, enabled)
-           VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT (name) DO NOTHING RETURNING *""",
-        values["name"], values["kind"], settings, values["enabled"],
+        """INSERT INTO alert_destinations (name, kind, settings, enabled, tenant_id)
+           VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING *""",
+        values["name"], values["kind"], settings, values["enabled"], tenant_id,
     )
     if row is None:
         raise conflict(f"an alert destination named {values['name']!r} exists")
@@ -140,11 +142,12 @@ async def get(conn: asyncpg.Connection, destination_id: uuid.UUID) -> dict[str, 
     return _out(row)
 
 
-async def list_page(conn: asyncpg.Connection, after: uuid.UUID | None, limit: int
-                    ) -> list[dict[str, Any]]:
+async def list_page(conn: asyncpg.Connection, tenant_id: uuid.UUID | None,
+                    after: uuid.UUID | None, limit: int) -> list[dict[str, Any]]:
     rows = await conn.fetch(
         """SELECT * FROM alert_destinations WHERE ($1::uuid IS NULL OR id > $1)
-           ORDER BY id LIMIT $2""", after, limit + 1)
+             AND ($3::uuid IS NULL OR tenant_id = $3)
+           ORDER BY id LIMIT $2""", after, limit + 1, tenant_id)
     return [_out(r) for r in rows]
 
 

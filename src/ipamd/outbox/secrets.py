@@ -1,11 +1,14 @@
 """Secret references (spec §5 rule 6): `env:NAME` or `file:/absolute/path`.
 
 The reference is stored; the secret is read at delivery time on the node that delivers,
-and is never stored, logged or returned. Error messages name the reference, never the value.
+and is never stored, logged or returned. An error's message (an outbox row's last_error, read
+by viewers) says what is wrong but neither the secret nor where it lives
+(core/secret_locations); the full reason, naming the reference, goes to this node's log.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
@@ -15,10 +18,16 @@ from typing import Literal
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_SECRET_BYTES = 4096
 MAX_REF_LENGTH = 1024
+log = logging.getLogger("ipamd.secrets")
 
 
 class SecretError(Exception):
-    """The secret cannot be used; the message is safe to show (it names only the reference)."""
+    """The secret cannot be used. ``str()`` is safe to show anyone (no location, no secret);
+    ``detail`` names the reference, for the server log only."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"the secret could not be read: {reason} (see the server log)")
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -54,42 +63,53 @@ def _read_file(path: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise SecretError(f"secret file {path} does not exist") from None
+        raise SecretError("its file does not exist on this node",
+                          f"secret file {path} does not exist") from None
     except PermissionError:
-        raise SecretError(f"secret file {path} cannot be read by the ipamd user") from None
+        raise SecretError("its file cannot be read by the ipamd user",
+                          f"secret file {path} cannot be read by the ipamd user") from None
     except OSError as error:
-        raise SecretError(f"secret file {path} cannot be opened: {error.strerror}") from None
+        raise SecretError(f"its file cannot be opened: {error.strerror}",
+                          f"secret file {path} cannot be opened: {error.strerror}") from None
     try:
         # fstat the opened file, not the path: no window for a swap between check and read.
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise SecretError(f"secret file {path} is not a regular file")
+            raise SecretError("its file is not a regular file",
+                              f"secret file {path} is not a regular file")
         mode = stat.S_IMODE(info.st_mode)
         if mode & 0o077:
-            raise SecretError(
-                f"secret file {path} has mode {mode:04o}; it must be 0600 (readable by its "
-                "owner only)"
-            )
+            must = f"has mode {mode:04o}; it must be 0600 (readable by its owner only)"
+            raise SecretError(f"its file {must}", f"secret file {path} {must}")
         data = os.read(fd, MAX_SECRET_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > MAX_SECRET_BYTES:
-        raise SecretError(f"secret file {path} is larger than {MAX_SECRET_BYTES} bytes")
+        too_big = f"is larger than {MAX_SECRET_BYTES} bytes"
+        raise SecretError(f"its file {too_big}", f"secret file {path} {too_big}")
     return data
 
 
 def resolve(ref: str | SecretRef) -> bytes:
     """The secret's bytes. A file's trailing newline (echo secret > file) is not part of it."""
-    parsed = ref if isinstance(ref, SecretRef) else _parse_or_fail(ref)
+    try:
+        return _resolve(ref if isinstance(ref, SecretRef) else _parse_or_fail(ref))
+    except SecretError as error:
+        log.warning("a secret cannot be used: %s", error.detail)
+        raise
+
+
+def _resolve(parsed: SecretRef) -> bytes:
     if parsed.kind == "env":
         value = os.environ.get(parsed.name)
         if value is None:
-            raise SecretError(f"environment variable {parsed.name} is not set on this node")
+            raise SecretError("its environment variable is not set on this node",
+                              f"environment variable {parsed.name} is not set on this node")
         secret = value.encode()
     else:
         secret = _read_file(parsed.name).rstrip(b"\r\n")
     if not secret:
-        raise SecretError(f"secret {parsed} is empty")
+        raise SecretError("it is empty", f"secret {parsed} is empty")
     return secret
 
 
@@ -97,4 +117,5 @@ def _parse_or_fail(ref: str) -> SecretRef:
     try:
         return parse_ref(ref)
     except ValueError as error:
-        raise SecretError(f"secret_ref is not usable: {error}") from None
+        raise SecretError("its reference is not usable",
+                          f"secret_ref {ref!r} is not usable: {error}") from None

@@ -6,8 +6,9 @@ SSRF guard, secret reference syntax, topics), the host vetting done at create/up
 ``update_changes``) and the CRUD units. The route (api/routes/webhooks.py) only declares
 the fields. One delivery of a webhook is ``webhook_delivery``.
 
-The audit entry leaves the secret references out: audit entries are readable by viewers and
-go out as ipam.audit events, and a reference reveals where the secret lives.
+The audit entry leaves the secret references out (core/secret_locations: audit entries are
+readable by viewers and go out as ipam.audit events, and a reference reveals where the secret
+lives).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import trio
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.secret_locations import redacted
+from ipamd.core.tenancy import tenant_for_create
 from ipamd.outbox import queue, secrets, topics
 from ipamd.outbox.urlguard import ResolveError, Resolver, UrlRefused
 from ipamd.outbox.urlguard import check_url as _check_url
 
-_COLUMNS = "id, name, url, secret_ref, previous_secret_ref, topics, enabled, created_at, updated_at"
-REDACTED = "(redacted)"  # stands in for a secret reference in audit entries
+_COLUMNS = ("id, tenant_id, name, url, secret_ref, previous_secret_ref, topics, enabled, "
+            "created_at, updated_at")
 # Columns a PATCH may change (the keys are fixed here, never taken from input).
 UPDATABLE = ("name", "url", "secret_ref", "previous_secret_ref", "topics", "enabled")
 
@@ -90,6 +93,7 @@ def update_changes(fields: dict[str, Any]) -> dict[str, Any]:
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"],
+        "tenant_id": row["tenant_id"],
         "name": row["name"],
         "url": row["url"],
         "secret_ref": row["secret_ref"],
@@ -102,10 +106,7 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    shown = public(row)
-    shown["secret_ref"] = REDACTED
-    shown["previous_secret_ref"] = None if row["previous_secret_ref"] is None else REDACTED
-    return shown
+    return redacted(public(row))
 
 
 def _duplicate_name(name: str) -> Exception:
@@ -121,15 +122,17 @@ async def create(
     conn: asyncpg.Connection, actor: str, values: dict[str, Any]
 ) -> dict[str, Any]:
     _check_pair(values["secret_ref"], values.get("previous_secret_ref"))
+    tenant_id = await tenant_for_create(conn, values.get("tenant_id"))
     try:
         # A savepoint, so a duplicate name leaves the surrounding transaction usable.
         async with conn.transaction():
             row = await conn.fetchrow(
                 f"""INSERT INTO webhooks (name, url, secret_ref, previous_secret_ref, topics,
-                                          enabled)
-                    VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_COLUMNS}""",
+                                          enabled, tenant_id)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {_COLUMNS}""",
                 values["name"], values["url"], values["secret_ref"],
                 values.get("previous_secret_ref"), values["topics"], values.get("enabled", True),
+                tenant_id,
             )
     except asyncpg.UniqueViolationError:
         raise _duplicate_name(values["name"]) from None
@@ -145,12 +148,13 @@ async def get(conn: asyncpg.Connection, webhook_id: uuid.UUID) -> dict[str, Any]
 
 
 async def list_page(
-    conn: asyncpg.Connection, after: uuid.UUID | None, limit: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID | None, after: uuid.UUID | None, limit: int
 ) -> list[dict[str, Any]]:
     rows = await conn.fetch(
         f"""SELECT {_COLUMNS} FROM webhooks WHERE ($1::uuid IS NULL OR id > $1)
+              AND ($3::uuid IS NULL OR tenant_id = $3)
             ORDER BY id LIMIT $2""",
-        after, limit + 1,
+        after, limit + 1, tenant_id,
     )
     return [public(r) for r in rows]
 

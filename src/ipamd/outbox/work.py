@@ -14,11 +14,17 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, not_found
+from ipamd.core.secret_locations import redacted
 from ipamd.outbox.queue import CHANNEL, QUEUED
 
-_COLUMNS = """o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.state, o.attempts,
+# The one rule of Replay: a failed row, whose webhook (kind webhook) still exists. Shown on
+# every row (``replayable``) so the console offers Replay exactly where it would be accepted.
+_REPLAYABLE = """(o.state = 'failed' AND (o.kind <> 'webhook'
+    OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = o.webhook_id)))"""
+_COLUMNS = f"""o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.state, o.attempts,
     o.next_attempt_at, o.claim, o.last_error, o.last_status, o.delivered_at, o.created_at,
-    o.updated_at, o.dns, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight"""
+    o.updated_at, o.dns, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight,
+    {_REPLAYABLE} AS replayable"""
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +41,7 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "state": row["state"],
         "attempts": row["attempts"],
         "in_flight": bool(row["in_flight"]) and queued,
+        "replayable": bool(row["replayable"]),
         # While claimed, next_attempt_at is the claim's expiry, not a scheduled retry.
         "next_attempt_at": row["next_attempt_at"] if queued and not row["in_flight"] else None,
         "last_status": row["last_status"],
@@ -91,7 +98,8 @@ async def get(conn: asyncpg.Connection, outbox_id: uuid.UUID) -> dict[str, Any]:
     )
     return {
         **public(row),
-        "payload": row["payload"],
+        # An ipam.audit payload is an audit entry: no secret location (core/secret_locations).
+        "payload": redacted(row["payload"]),
         "history": [
             {**dict(h), "duration_ms": round(h["duration_ms"], 3)} for h in history
         ],
@@ -105,16 +113,12 @@ async def replay(conn: asyncpg.Connection, actor: str, outbox_id: uuid.UUID) -> 
     )
     if before is None:
         raise not_found("outbox row", str(outbox_id))
-    if before["state"] != "failed":
-        raise conflict(
-            f"outbox row {outbox_id} is {before['state']}: only failed rows can be replayed"
-        )
-    if before["kind"] == "webhook":
-        exists = await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = $1)", before["webhook_id"]
-        )
-        if not exists:
-            raise conflict(f"webhook {before['webhook_id']} was deleted: nothing to deliver to")
+    if not before["replayable"]:
+        if before["state"] != "failed":
+            raise conflict(
+                f"outbox row {outbox_id} is {before['state']}: only failed rows can be replayed"
+            )
+        raise conflict(f"webhook {before['webhook_id']} was deleted: nothing to deliver to")
     after = await conn.fetchrow(
         f"""UPDATE outbox o SET state = 'pending', attempts = 0, next_attempt_at = now(),
                 claim = NULL, claimed_by = NULL, updated_at = now()

@@ -61,10 +61,10 @@ def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
                             claim_timeout_seconds=8.0)
 
 
-async def test_ddns_with_gss_tsig(appliance, relay_sock, operator, viewer, realm: Realm,
+async def test_ddns_with_gss_tsig(appliance, relay_sock, operator, viewer, admin, realm: Realm,
                                   bind: Bind) -> None:
     keytab = realm.keytab("ipamd")
-    server = created(await operator.post("/dns-servers", json={
+    server = created(await admin.post("/dns-servers", json={
         "name": "ad", "adapter": "ad_gsstsig", "address": "127.0.0.1", "port": bind.port,
         "krb_principal": "ipamd", "krb_realm": REALM, "keytab_path": str(keytab),
         "krb_service_host": DNS_HOST}))

@@ -43,8 +43,9 @@ def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
     return appliance_config(relay_sock)
 
 
-async def test_ddns_against_bind(appliance, relay_sock, operator, viewer, bind: Bind) -> None:
-    server = created(await operator.post("/dns-servers", json={
+async def test_ddns_against_bind(appliance, relay_sock, operator, viewer, admin,
+                                 bind: Bind) -> None:
+    server = created(await admin.post("/dns-servers", json={
         "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
         "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
     await ddns_subnet(operator, server["id"], "bind_tsig")
@@ -96,16 +97,16 @@ async def test_ddns_against_bind(appliance, relay_sock, operator, viewer, bind: 
         await dig(bind, f"printer.{ZONE}", "A", [printer])
 
         # A wrong TSIG secret: BADSIG shown, retried, failed; fixed → Replay → delivered.
-        await operator.patch(f"/dns-servers/{server['id']}",
-                             json={"secret_ref": f"env:{WRONG_ENV}"})
+        await admin.patch(f"/dns-servers/{server['id']}",
+                          json={"secret_ref": f"env:{WRONG_ENV}"})
         tablet = await lease(relay, 4, "tablet")
         row = await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
         assert row["attempts"] == 4 and row["last_error"].startswith("BADSIG"), row
         detail = (await viewer.get(f"/outbox/{row['id']}")).json()
         assert [h["response"] for h in detail["history"]] == ["BADSIG"] * 4
         assert bind.dig(f"tablet.{ZONE}", "A") == []
-        await operator.patch(f"/dns-servers/{server['id']}",
-                             json={"secret_ref": f"env:{SECRET_ENV}"})
+        await admin.patch(f"/dns-servers/{server['id']}",
+                          json={"secret_ref": f"env:{SECRET_ENV}"})
         assert (await operator.post(f"/outbox/{row['id']}/replay")).status_code == 200
         await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
         await dig(bind, f"tablet.{ZONE}", "A", [tablet])

@@ -72,8 +72,8 @@ class Storm:
         return self.total
 
 
-async def _setup(operator: httpx.AsyncClient, bind: Bind) -> None:
-    server = created(await operator.post("/dns-servers", json={
+async def _setup(admin: httpx.AsyncClient, operator: httpx.AsyncClient, bind: Bind) -> None:
+    server = created(await admin.post("/dns-servers", json={
         "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
         "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
     await ddns_subnet(operator, server["id"], "bind_tsig")
@@ -94,10 +94,10 @@ async def _states(viewer: httpx.AsyncClient) -> list[str]:
 
 
 async def test_updates_wait_out_a_storm_then_follow(appliance, relay_sock, operator, viewer,
-                                                    bind: Bind) -> None:
+                                                    admin, bind: Bind) -> None:
     storm = Storm()
     appliance.state.dhcp.saturated_seconds = storm.saturated_seconds  # type: ignore[union-attr]
-    await _setup(operator, bind)
+    await _setup(admin, operator, bind)
     # The storm signals are rates between two looks, and a look before the DHCP server was
     # up, or none, gives no rate: wake the deriver once so that it has looked at this storm
     # before the leases come (else, on a slow start, the first lease's look is its first).
@@ -137,8 +137,8 @@ async def test_updates_wait_out_a_storm_then_follow(appliance, relay_sock, opera
 
 
 async def test_the_process_comes_back_after_it_dies_and_goes_with_the_appliance(
-        appliance, relay_sock, operator, bind: Bind) -> None:
-    await _setup(operator, bind)
+        appliance, relay_sock, operator, admin, bind: Bind) -> None:
+    await _setup(admin, operator, bind)
     relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.run)

@@ -67,9 +67,9 @@ async def _until(fn: Any, want: Any, timeout: float = 10.0) -> None:
 
 
 async def test_embedded_answers_and_feeds_a_bind_secondary(appliance, relay_sock, operator,
-                                                           secondary: Bind) -> None:
-    server = created(await operator.post("/dns-servers", json={"name": "self",
-                                                               "adapter": "embedded"}))
+                                                           admin, secondary: Bind) -> None:
+    server = created(await admin.post("/dns-servers", json={"name": "self",
+                                                            "adapter": "embedded"}))
     zone = created(await operator.post("/dns-zones", json={"name": ZONE,
                                                            "server_id": server["id"]}))
     created(await operator.post("/dns-zones", json={"name": REVERSE, "server_id": server["id"]}))

@@ -51,9 +51,9 @@ def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
     return appliance_config(relay_sock)
 
 
-async def test_ddns_against_powerdns(appliance, relay_sock, operator, viewer,
+async def test_ddns_against_powerdns(appliance, relay_sock, operator, viewer, admin,
                                      pdns: PowerDns) -> None:
-    server = created(await operator.post("/dns-servers", json={
+    server = created(await admin.post("/dns-servers", json={
         "name": "pdns", "adapter": "powerdns_http", "api_url": pdns.api,
         "secret_ref": f"env:{KEY_ENV}"}))
     await ddns_subnet(operator, server["id"], "powerdns_http")
@@ -93,12 +93,12 @@ async def test_ddns_against_powerdns(appliance, relay_sock, operator, viewer,
             await dns_row(viewer, "lease.granted", f"printer.{ZONE}", {"delivered"})
         await dig(pdns, f"printer.{ZONE}", "A", [printer])
 
-        await operator.patch(f"/dns-servers/{server['id']}",
-                             json={"secret_ref": f"env:{WRONG_ENV}"})
+        await admin.patch(f"/dns-servers/{server['id']}",
+                          json={"secret_ref": f"env:{WRONG_ENV}"})
         await lease(relay, 4, "tablet")
         row = await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"failed"})
         assert row["attempts"] == 4 and row["last_error"].startswith("HTTP 401"), row
-        await operator.patch(f"/dns-servers/{server['id']}", json={"secret_ref": f"env:{KEY_ENV}"})
+        await admin.patch(f"/dns-servers/{server['id']}", json={"secret_ref": f"env:{KEY_ENV}"})
         assert (await operator.post(f"/outbox/{row['id']}/replay")).status_code == 200
         await dns_row(viewer, "lease.granted", f"tablet.{ZONE}", {"delivered"})
         nursery.cancel_scope.cancel()

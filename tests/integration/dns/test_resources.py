@@ -15,14 +15,24 @@ async def _zone(operator, server_id: str, name: str = "lan.example") -> dict:
 
 
 async def test_servers_crud_roles_and_secret_refs(operator, viewer, admin):
-    srv = created(await operator.post("/dns-servers", json=BIND,
-                                      headers={"Idempotency-Key": "ns1-once"}))
-    again = await operator.post("/dns-servers", json=BIND, headers={"Idempotency-Key": "ns1-once"})
+    # A server makes the appliance use a secret: admins only make and change it, and only
+    # they read where its secret lives (core/secret_locations).
+    srv = created(await admin.post("/dns-servers", json=BIND,
+                                   headers={"Idempotency-Key": "ns1-once"}))
+    again = await admin.post("/dns-servers", json=BIND, headers={"Idempotency-Key": "ns1-once"})
     assert again.status_code == 201 and again.json()["id"] == srv["id"]
     assert srv["tsig_key_name"] == "ddns-key" and srv["tsig_algorithm"] == "hmac-sha256"
     assert srv["secret_ref"] == "env:IPAMD_TEST_TSIG" and srv["port"] == 5353
-    assert (await viewer.get(f"/dns-servers/{srv['id']}")).json() == srv
-    error_of(await viewer.post("/dns-servers", json={**BIND, "name": "x"}), 403, "forbidden")
+    assert (await admin.get(f"/dns-servers/{srv['id']}")).json() == srv
+    for reader in (viewer, operator):
+        assert (await reader.get(f"/dns-servers/{srv['id']}")).json() == {
+            **srv, "secret_ref": "(redacted)"}
+    for writer in (viewer, operator):
+        error_of(await writer.post("/dns-servers", json={**BIND, "name": "x"}), 403, "forbidden")
+        error_of(await writer.patch(f"/dns-servers/{srv['id']}", json={"port": 1}), 403,
+                 "forbidden")
+        error_of(await writer.delete(f"/dns-servers/{srv['id']}"), 403, "forbidden")
+    operator = admin  # the rest of this test is about the fields, as the admin writes them
     error_of(await operator.post("/dns-servers", json=BIND), 409, "conflict")
     # A secret is never accepted in place of its reference.
     msg = error_of(await operator.post("/dns-servers", json={**BIND, "name": "n2",
@@ -52,7 +62,7 @@ async def test_servers_crud_roles_and_secret_refs(operator, viewer, admin):
 
 
 async def test_zones_records_and_cname_exclusivity(operator, viewer, admin):
-    srv = created(await operator.post("/dns-servers", json=BIND))
+    srv = created(await admin.post("/dns-servers", json=BIND))
     zone = await _zone(operator, srv["id"], "Lan.Example.")
     assert zone["name"] == "lan.example" and zone["kind"] == "forward"
     rev = await _zone(operator, srv["id"], "53.77.10.in-addr.arpa")
@@ -65,7 +75,7 @@ async def test_zones_records_and_cname_exclusivity(operator, viewer, admin):
         "name": "x.example", "server_id": "01a00000-0000-7000-8000-00000000dead"}),
         422, "validation_error")
     # The server is in use now.
-    error_of(await operator.delete(f"/dns-servers/{srv['id']}"), 409, "conflict")
+    error_of(await admin.delete(f"/dns-servers/{srv['id']}"), 409, "conflict")
 
     rec = f"/dns-zones/{zone['id']}/records"
     www = created(await operator.post(rec, json={"name": "www", "type": "A",
@@ -117,9 +127,9 @@ async def test_zones_records_and_cname_exclusivity(operator, viewer, admin):
     assert len(entries) == 7
 
 
-async def test_subnet_ddns_references(operator):
-    srv = created(await operator.post("/dns-servers", json=BIND))
-    pdns = created(await operator.post("/dns-servers", json={
+async def test_subnet_ddns_references(operator, admin):
+    srv = created(await admin.post("/dns-servers", json=BIND))
+    pdns = created(await admin.post("/dns-servers", json={
         "name": "pdns", "adapter": "powerdns_http", "secret_ref": "env:K",
         "api_url": "http://127.0.0.1:8081/api/v1"}))
     await _zone(operator, srv["id"], "lan.example")
@@ -138,4 +148,4 @@ async def test_subnet_ddns_references(operator):
         msg = error_of(await operator.patch(f"/subnets/{s['id']}", json=change),
                        422, "validation_error")
         assert msg.startswith(field), (change, msg)
-    error_of(await operator.delete(f"/dns-servers/{srv['id']}"), 409, "conflict")
+    error_of(await admin.delete(f"/dns-servers/{srv['id']}"), 409, "conflict")

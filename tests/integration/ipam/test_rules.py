@@ -7,7 +7,7 @@ from tests.integration.ipam.helpers import created, error_of, prefix, subnet
 DEFAULT_TENANT = "00000000-0000-7000-8000-000000000001"
 
 
-async def test_plan_rules(operator, anon, viewer):
+async def test_plan_rules(operator, anon, viewer, admin):
     # §2: every create takes an optional tenant_id; left out, the default tenant is used.
     p = await prefix(operator, "10.20.0.0/16", description="site A")
     assert p["tenant_id"] == DEFAULT_TENANT and p["cidr"] == "10.20.0.0/16"
@@ -21,7 +21,7 @@ async def test_plan_rules(operator, anon, viewer):
 
     # Subnet: inside its prefix; defaults; the gateway is a host of the subnet; its DDNS
     # references name a DNS server of its adapter and a zone that server holds.
-    dns = created(await operator.post("/dns-servers", json={
+    dns = created(await admin.post("/dns-servers", json={
         "name": "ns1", "adapter": "bind_tsig", "address": "127.0.0.1",
         "tsig_key_name": "ddns-key", "secret_ref": "env:DDNS_KEY"}))
     created(await operator.post("/dns-zones", json={"name": "lan.example.com",

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
-from ipamd.api.routes.ipam_fields import Name
+from ipamd.api.routes.ipam_fields import Id, Name
 from ipamd.api.schemas import Page
 from ipamd.ops import destinations
 
@@ -26,6 +26,7 @@ class DestinationCreate(Body):
         description="smtp: host, port, starttls, from, to, username?, password_ref?; "
         "alertmanager: url; pager: url?, routing_key_ref; webhook: url")
     enabled: bool = True
+    tenant_id: Id | None = Field(default=None, description="the default tenant when left out")
 
 
 class DestinationPatch(Body):
@@ -36,6 +37,7 @@ class DestinationPatch(Body):
 
 class DestinationOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID
     name: str
     kind: str
     settings: dict[str, Any]
@@ -52,12 +54,13 @@ async def create_destination(ctx: RequestContext) -> Reply:
 
 
 @router.route("GET", PATH, role="admin", summary="List alert destinations",
-              query=paging.PageQuery, response=Page[DestinationOut], errors=(400, 401, 403))
+              query=paging.TenantPageQuery, response=Page[DestinationOut],
+              errors=(400, 401, 403))
 async def list_destinations(ctx: RequestContext) -> dict[str, Any]:
-    q: paging.PageQuery = ctx.query
+    q: paging.TenantPageQuery = ctx.query
     limit = paging.limit_of(q, ctx.state.config.limits)
     after = paging.after(q, [uuid.UUID])
-    rows = await ctx.run(destinations.list_page, after[0] if after else None, limit)
+    rows = await ctx.run(destinations.list_page, q.tenant_id, after[0] if after else None, limit)
     return paging.page(rows, limit, key=lambda r: [r["id"]])
 
 

@@ -1,5 +1,8 @@
 """/dns-servers, /dns-zones, static records (created at /dns-zones/{zone_id}/records, items at
-/dns-records/{id}). Reads: viewer and up; writes: operator and up, as other IPAM resources.
+/dns-records/{id}). Reads: viewer and up; zone and record writes: operator and up, as other IPAM
+resources. A DNS server makes the appliance use a secret (a TSIG key, an X-API-Key, a keytab),
+so servers are created, changed and deleted by admins only, and their secret locations
+(secret_ref, keytab_path) are shown to admins only (core/secret_locations).
 The rules live in the dns room; these are the fields."""
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
+from ipamd.api.paging import TenantPageQuery
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Id, Name, patch
 from ipamd.api.schemas import Page
+from ipamd.core import secret_locations
 from ipamd.dns import records, servers, zones
 
 router = Router("dns")
@@ -68,6 +73,7 @@ class _ServerChecks(Body):
 
 class ServerCreate(_ServerChecks):
     name: Name
+    tenant_id: Id | None = Field(default=None, description="the default tenant when left out")
     adapter: Adapter = Field(description="bind_tsig (RFC 2136 + TSIG), powerdns_http, or "
                              "embedded (this appliance answers for the zones itself)")
     address: str | None = Field(default=None, description="bind_tsig: the server's address")
@@ -107,6 +113,7 @@ class ServerPatch(_ServerChecks):
 
 class ServerOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID
     name: str
     adapter: str
     address: str | None
@@ -115,10 +122,10 @@ class ServerOut(BaseModel):
     tsig_algorithm: str
     api_url: str | None
     pdns_server_id: str
-    secret_ref: str | None
+    secret_ref: str | None = Field(description="admins only; (redacted) for other roles")
     krb_realm: str | None
     krb_principal: str | None
-    keytab_path: str | None
+    keytab_path: str | None = Field(description="admins only; (redacted) for other roles")
     krb_service_host: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -128,6 +135,7 @@ class ZoneCreate(Body):
     name: str = Field(max_length=253, description="forward, or …in-addr.arpa / …ip6.arpa")
     server_id: Id
     default_ttl: int = Field(default=3600, ge=1, le=2_147_483_647)
+    tenant_id: Id | None = Field(default=None, description="the default tenant when left out")
 
     @field_validator("name")
     @classmethod
@@ -142,6 +150,7 @@ class ZonePatch(Body):
 
 class ZoneOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID
     name: str
     server_id: uuid.UUID
     kind: str = Field(description="forward or reverse")
@@ -150,7 +159,7 @@ class ZoneOut(BaseModel):
     updated_at: dt.datetime
 
 
-class ZoneQuery(paging.PageQuery):
+class ZoneQuery(TenantPageQuery):
     name: str | None = None
 
 
@@ -161,6 +170,8 @@ class RecordCreate(Body):
                        "'10 mail', 'host.example.com.'")
     ttl: int | None = Field(default=None, ge=1, le=2_147_483_647,
                             description="null: the zone's default TTL")
+    tenant_id: Id | None = Field(default=None,
+                                 description="the zone's tenant when left out (no other)")
 
 
 class RecordPatch(Body):
@@ -172,6 +183,7 @@ class RecordPatch(Body):
 
 class RecordOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID = Field(description="always the zone's")
     zone_id: uuid.UUID
     name: str = Field(description="absolute, no trailing dot")
     type: str
@@ -183,7 +195,11 @@ class RecordOut(BaseModel):
 
 # ---- servers
 
-@router.route("POST", "/dns-servers", role="operator", summary="Create a DNS server",
+def _shown(ctx: RequestContext, value: Any) -> Any:
+    return secret_locations.shown_to(ctx.caller.role, value)
+
+
+@router.route("POST", "/dns-servers", role="admin", summary="Create a DNS server",
               body=ServerCreate, response=ServerOut, status=201, idempotent=True,
               errors=(400, 401, 403, 409, 422))
 async def create_server(ctx: RequestContext) -> Reply:
@@ -191,18 +207,19 @@ async def create_server(ctx: RequestContext) -> Reply:
 
 
 @router.route("GET", "/dns-servers", role="viewer", summary="List DNS servers",
-              query=paging.PageQuery, response=Page[ServerOut], errors=(400, 401, 403))
+              query=TenantPageQuery, response=Page[ServerOut], errors=(400, 401, 403))
 async def list_servers(ctx: RequestContext) -> dict[str, Any]:
-    return await listing.by_id(ctx, servers.list_page)
+    q: TenantPageQuery = ctx.query
+    return _shown(ctx, await listing.by_id(ctx, servers.list_page, q.tenant_id))
 
 
 @router.route("GET", "/dns-servers/{server_id}", role="viewer", summary="Read a DNS server",
               response=ServerOut, errors=(401, 403, 404))
 async def get_server(ctx: RequestContext, server_id: uuid.UUID) -> dict[str, Any]:
-    return await ctx.run(servers.get, server_id)
+    return _shown(ctx, await ctx.run(servers.get, server_id))
 
 
-@router.route("PATCH", "/dns-servers/{server_id}", role="operator",
+@router.route("PATCH", "/dns-servers/{server_id}", role="admin",
               summary="Change a DNS server", body=ServerPatch, response=ServerOut,
               errors=(401, 403, 404, 409, 422))
 async def update_server(ctx: RequestContext, server_id: uuid.UUID) -> dict[str, Any]:
@@ -210,7 +227,7 @@ async def update_server(ctx: RequestContext, server_id: uuid.UUID) -> dict[str, 
                         ctx.body.model_dump(exclude_unset=True))
 
 
-@router.route("DELETE", "/dns-servers/{server_id}", role="operator",
+@router.route("DELETE", "/dns-servers/{server_id}", role="admin",
               summary="Delete a DNS server no zone or subnet uses", status=204,
               errors=(401, 403, 404, 409))
 async def delete_server(ctx: RequestContext, server_id: uuid.UUID) -> Reply:
@@ -232,7 +249,7 @@ async def create_zone(ctx: RequestContext) -> Reply:
 async def list_zones(ctx: RequestContext) -> dict[str, Any]:
     q: ZoneQuery = ctx.query
     return await listing.by_id(ctx, zones.list_page, q.name.lower().rstrip(".") if q.name
-                               else None)
+                               else None, q.tenant_id)
 
 
 @router.route("GET", "/dns-zones/{zone_id}", role="viewer", summary="Read a DNS zone",

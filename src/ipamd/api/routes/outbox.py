@@ -53,6 +53,8 @@ class OutboxRow(BaseModel):
     state: str = Field(description="pending, retrying, delivered or failed")
     attempts: int = Field(description="attempts so far (restarts at 0 on Replay)")
     in_flight: bool = Field(description="a worker holds the row right now")
+    replayable: bool = Field(description="Replay would be accepted: the row failed and its "
+                             "webhook (kind webhook) still exists")
     next_attempt_at: dt.datetime | None = Field(description="when it is tried next (queued)")
     last_status: int | None = Field(description="the receiver's last HTTP status")
     last_error: str | None

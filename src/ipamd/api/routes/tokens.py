@@ -11,7 +11,7 @@ from ipamd.api import paging
 from ipamd.api.errors import ApiError
 from ipamd.api.instant import Instant
 from ipamd.api.router import Body, Reply, RequestContext, Role, Router
-from ipamd.api.routes.ipam_fields import Name
+from ipamd.api.routes.ipam_fields import Id, Name
 from ipamd.api.schemas import Page, TokenCreated, TokenOut
 from ipamd.ipam import tokens
 from ipamd.state import AppState
@@ -26,9 +26,12 @@ class TokenCreate(Body):
     expires_at: Instant | None = Field(
         default=None, description="RFC 3339 time after which the token stops working"
     )
+    tenant_id: Id | None = Field(
+        default=None, description="the default tenant when left out; a label: it does not "
+        "narrow what the token may reach")
 
 
-class TokenQuery(paging.PageQuery):
+class TokenQuery(paging.TenantPageQuery):
     include_revoked: bool = False
 
 
@@ -47,7 +50,8 @@ async def create_token(ctx: RequestContext) -> Reply:
         raise ApiError(422, "expires_at: must be in the future", "validation_error")
     bootstrap = ctx.caller.token_id is None
     reply = await ctx.create(
-        tokens.create, ctx.actor, body.name, body.role, body.expires_at, bootstrap
+        tokens.create, ctx.actor, body.name, body.role, body.expires_at, bootstrap,
+        body.tenant_id,
     )
     ctx.state.tokens_exist = True
     return reply
@@ -62,7 +66,7 @@ async def list_tokens(ctx: RequestContext) -> dict:
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [uuid.UUID])
     rows = await ctx.run(tokens.list_page, after[0] if after else None, limit,
-                         query.include_revoked)
+                         query.include_revoked, query.tenant_id)
     return paging.page(rows, limit, key=lambda r: [r["id"]])
 
 

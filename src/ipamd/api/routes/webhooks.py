@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
-from ipamd.api.routes.ipam_fields import Name
+from ipamd.api.routes.ipam_fields import Id, Name
 from ipamd.api.schemas import Page
 from ipamd.outbox import webhooks
 
@@ -55,6 +55,7 @@ class WebhookCreate(_WebhookChecks):
         default="*", description="comma-separated topics (lease.granted, ..., ipam.audit) or *"
     )
     enabled: bool = Field(default=True, description="false: no new deliveries are queued")
+    tenant_id: Id | None = Field(default=None, description="the default tenant when left out")
 
 
 class WebhookUpdate(_WebhookChecks):
@@ -70,6 +71,7 @@ class WebhookUpdate(_WebhookChecks):
 
 class WebhookOut(BaseModel):
     id: uuid.UUID
+    tenant_id: uuid.UUID
     name: str
     url: str
     secret_ref: str
@@ -93,13 +95,13 @@ async def create_webhook(ctx: RequestContext) -> Reply:
 
 @router.route(
     "GET", "/webhooks", role="admin", summary="List webhooks",
-    query=paging.PageQuery, response=Page[WebhookOut], errors=(400, 401, 403),
+    query=paging.TenantPageQuery, response=Page[WebhookOut], errors=(400, 401, 403),
 )
 async def list_webhooks(ctx: RequestContext) -> dict[str, Any]:
-    query: paging.PageQuery = ctx.query
+    query: paging.TenantPageQuery = ctx.query
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [uuid.UUID])
-    rows = await ctx.run(webhooks.list_page, after[0] if after else None, limit)
+    rows = await ctx.run(webhooks.list_page, query.tenant_id, after[0] if after else None, limit)
     return paging.page(rows, limit, key=lambda r: [r["id"]])
 
 

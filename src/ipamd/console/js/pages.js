@@ -410,7 +410,7 @@ async function work(view, { params }) {
       { label: "Last result", value: (r) => dash(r.last_error || r.last_status) },
       { label: "Actions", value: (r) => h("div", { class: "row-actions" },
         h("button", { type: "button", class: "button small", onclick: () => showAttempts(r.id, detail) }, "Attempts"),
-        can("operator") && ["failed", "delivered"].includes(r.state) ? h("button", { type: "button", class: "button small", "aria-label": `Replay ${r.topic} ${r.id}`, onclick: async (e) => {
+        can("operator") && r.replayable ? h("button", { type: "button", class: "button small", "aria-label": `Replay ${r.topic} ${r.id}`, onclick: async (e) => {
           if (!(await confirmDialog(`Replay this ${r.topic} delivery to ${r.target || "its target"}?`, "Replay"))) return;
           try {
             const fresh = await post(`/outbox/${r.id}/replay`);
