@@ -57,9 +57,18 @@ class ApiConfig(Section):
     console_enabled: bool = True
     # Before the first token: Host names besides loopback ones and the host name (auth.py).
     bootstrap_host_names: list[Annotated[str, Field(min_length=1, max_length=253)]] = []
-    # Processes serving the API: 1 = the main process itself; more = that many worker
-    # processes on the same sockets; 0 = one per CPU core (see worker_count).
+    # Processes serving the API: that many worker processes on the same sockets; 0 = one per
+    # CPU core (see worker_count). With 1 and no DHCP server, the main process itself
+    # (runtime.api_in_main_process).
     workers: int = Field(default=0, ge=0, le=64)
+    # Connection caps, each API process's own (api/conncap.py): per client address and in
+    # all; a connection past either is closed at once.
+    max_connections_per_address: int = Field(default=64, ge=1, le=100_000)
+    max_connections_per_worker: int = Field(default=1024, ge=1, le=100_000)
+    # Deadlines: a TLS handshake; an idle connection (between requests, and for a request's
+    # whole head).
+    tls_handshake_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    idle_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
 
     @property
     def worker_count(self) -> int:

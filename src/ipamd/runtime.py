@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from ipamd.api import balance, http1, idempotency
 from ipamd.api import workers as api_workers
 from ipamd.api.app import create_app
 from ipamd.api.balance import ConnectionShare
+from ipamd.api.conncap import ConnectionCaps
 from ipamd.api.token_cache import TokenCache
 from ipamd.config import Config, ConfigError, redact_dsn
 from ipamd.db.bridge import Database, DatabaseRefused, asyncio_loop, run_once
@@ -46,7 +48,7 @@ from ipamd.ops.metrics import ApiLatency
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
 from ipamd.state import AppState
-from ipamd.tls import ensure_self_signed, load_pair
+from ipamd.tls import ensure_self_signed, harden_server_context, load_pair
 from ipamd.workers import gc_pacer, history_retention, housekeeping, lease_journal
 
 log = logging.getLogger("ipamd")
@@ -282,13 +284,27 @@ async def prepare_database(config: Config) -> Database:
     return db
 
 
+class _ServerConfig(HypercornConfig):
+    """hypercorn's configuration, with its TLS context adding to Python's defaults instead of
+    replacing them (tls.harden_server_context)."""
+
+    def create_ssl_context(self) -> ssl.SSLContext | None:
+        context = super().create_ssl_context()
+        return None if context is None else harden_server_context(context)
+
+
 def hypercorn_config(config: Config) -> HypercornConfig:
-    hc = HypercornConfig()
+    hc = _ServerConfig()
     hc.graceful_timeout = config.api.graceful_timeout_seconds
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
-    hc.keep_alive_timeout = 30
-    hc.h2_max_inbound_frame_size = 2**14
+    # Read by api/http1.py: between requests, and for a request's whole head.
+    hc.keep_alive_timeout = config.api.idle_timeout_seconds
+    hc.ssl_handshake_timeout = config.api.tls_handshake_timeout_seconds
+    # HTTP/1.1 only: hypercorn's h2 would serve a connection outside every bound of
+    # api/http1.py (head size, pipelining, idle deadlines, the rate limit before the app);
+    # the console and the scripts speak HTTP/1.1.
+    hc.alpn_protocols = ["http/1.1"]
     if config.api.public_enabled and config.api.public_listen:
         if config.api.tls_cert and config.api.tls_key:
             cert, key = config.path(config.api.tls_cert), config.path(config.api.tls_key)
@@ -313,12 +329,26 @@ async def _serve_api(
     task_status: trio.TaskStatus[list[str]],
 ) -> None:
     app = create_app(state, token_cache)
-    http1.install()
+    http1.install(connection_caps(state.config))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(token_cache.follow, state.db)
         await serve(app, hypercorn_config(state.config), shutdown_trigger=stop.wait,
                     task_status=task_status)
         nursery.cancel_scope.cancel()
+
+
+def connection_caps(config: Config) -> ConnectionCaps:
+    """This API process's caps (api/conncap.py)."""
+    return ConnectionCaps(config.api.max_connections_per_address,
+                          config.api.max_connections_per_worker)
+
+
+def api_in_main_process(config: Config) -> bool:
+    """Does the main process serve the API itself? Only with one API process and no DHCP
+    server here: the API never shares the DHCP server's event loop, so nothing sent to it
+    (a head that never ends, a pipelining flood, idle connections by the hundred) can
+    delay an answer to a DHCP client (issue 48); its worker is a process of its own."""
+    return config.api.worker_count == 1 and not config.dhcp.enabled
 
 
 def _bind_url(scheme: str, sock: socket.socket) -> str:
@@ -350,7 +380,7 @@ async def _api_worker(share: ConnectionShare, slot: int, state: AppState, *,
 async def _serve_api_workers(
     state: AppState, stop: trio.Event, *, task_status: trio.TaskStatus[list[str]],
 ) -> None:
-    """api.workers > 1: the API is served by that many child processes, all accepting from
+    """The API in worker processes (not api_in_main_process): that many, all accepting from
     the listening sockets bound here (so a restarted worker finds the backlog waiting) and
     sharing the connections evenly (api/balance.py). Each is a supervised service (restarted
     if it dies); they ask this process for what they share (api/workers.py). On stop each
@@ -492,10 +522,10 @@ async def run(
 
                 async def api(*, task_status: trio.TaskStatus[list[str]]) -> None:
                     try:
-                        if config.api.worker_count > 1:
-                            await _serve_api_workers(state, stop, task_status=task_status)
-                        else:
+                        if api_in_main_process(config):
                             await _serve_api(state, token_cache, stop, task_status=task_status)
+                        else:
+                            await _serve_api_workers(state, stop, task_status=task_status)
                     finally:
                         api_done.set()
 
@@ -531,7 +561,7 @@ def _child_report(state: AppState) -> dict[str, object]:
 
 async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[int],
                          share: ConnectionShare) -> None:
-    """An API worker process (``ipamd child api-worker``, api.workers > 1): the API on the
+    """An API worker process (``ipamd child api-worker``): the API on the
     listening sockets its parent passed, on a pool of its own, until its parent closes
     stdin (or dies) or a signal asks it to stop; then it drains, as the API does in one
     process. What the workers share goes through the parent (api/workers.py); it takes
@@ -560,8 +590,12 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
                 nursery.start_soon(_watch_signals, stop)
                 nursery.start_soon(token_cache.follow, state.db)
                 await pushed.wait()  # state.dhcp as the parent has it, before any request
-                app = create_app(state, token_cache, api_workers.MainLimits(link))
-                http1.install()
+                # One worker keeps the rate limits itself (no round trip to the main
+                # process per request); several share the main process's.
+                limits = (api_workers.LocalLimits() if config.api.worker_count == 1
+                          else api_workers.MainLimits(link))
+                app = create_app(state, token_cache, limits)
+                http1.install(connection_caps(config))
                 balance.install(share)
                 hc = hypercorn_config(config)
                 hc.bind = [f"fd://{fd}" for fd in https_fds]

@@ -15,6 +15,23 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+# The protocol-version options are deprecated (and warn): the versions are minimum_version's.
+_VERSION_OPTIONS = (ssl.OP_NO_SSLv2 | ssl.OP_NO_SSLv3 | ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1
+                    | ssl.OP_NO_TLSv1_2 | ssl.OP_NO_TLSv1_3)
+# Python's own server defaults (ssl.create_default_context: no TLS compression, the server's
+# cipher order, OpenSSL's bug workarounds), and no renegotiation: a TLS 1.2 renegotiation is
+# a second handshake's CPU on the client's say, and nothing here needs it.
+SERVER_OPTIONS = ((ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).options
+                   & ~_VERSION_OPTIONS) | ssl.OP_NO_RENEGOTIATION)
+
+
+def harden_server_context(context: ssl.SSLContext) -> ssl.SSLContext:
+    """Add SERVER_OPTIONS and a TLS 1.2 floor to a server context (hypercorn's replaces
+    Python's options with its own one, OP_NO_COMPRESSION)."""
+    context.options |= SERVER_OPTIONS
+    context.minimum_version = max(context.minimum_version, ssl.TLSVersion.TLSv1_2)
+    return context
+
 
 def load_pair(cert: Path, key: Path) -> None:
     """Raise OSError/ValueError naming the file when a configured pair cannot serve TLS."""

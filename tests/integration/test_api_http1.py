@@ -24,6 +24,7 @@ from hypercorn.trio import serve
 
 from ipamd import runtime
 from ipamd.api import http1
+from ipamd.api.conncap import ConnectionCaps
 
 Scope = dict[str, Any]
 
@@ -103,7 +104,7 @@ async def serving(app: Any, **settings: Any) -> AsyncIterator[int]:
     config.graceful_timeout = 30
     for name, value in settings.items():
         setattr(config, name, value)
-    http1.install()
+    http1.install(ConnectionCaps(per_address=64, per_process=1024))
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait))
@@ -425,10 +426,8 @@ async def test_idle_connections_close_when_the_server_stops() -> None:
         assert await c.closed()
 
 
-@pytest.mark.parametrize("http2", [False, True])
-async def test_tls_http_1_1_is_served_here_and_h2_by_hypercorn(
-    tmp_path: Path, http2: bool
-) -> None:
+async def test_tls_http_1_1_is_served_here(tmp_path: Path) -> None:
+    # (h2 is not offered: tests/integration/test_api_connections.py)
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     cert.private_key_pem.write_to_path(tmp_path / "key.pem")
@@ -437,12 +436,12 @@ async def test_tls_http_1_1_is_served_here_and_h2_by_hypercorn(
     async with serving(ToyApp(), certfile=str(tmp_path / "cert.pem"),
                        keyfile=str(tmp_path / "key.pem")) as port:
         verify = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
-        async with httpx.AsyncClient(http2=http2, verify=verify) as web:
+        async with httpx.AsyncClient(verify=verify) as web:
             for n in range(2):  # the second on the same connection
                 reply = await web.post(f"https://127.0.0.1:{port}/echo?n={n}", content=b"hi")
-                assert reply.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+                assert reply.http_version == "HTTP/1.1"
                 assert reply.json() == {"method": "POST", "body": "hi", "query": f"n={n}",
-                                        "version": "2" if http2 else "1.1"}
+                                        "version": "1.1"}
 
 
 async def test_each_response_leaves_in_one_write(

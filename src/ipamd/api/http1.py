@@ -7,8 +7,9 @@ channel and takes a lock per write. Measured on the 2-core VM with a trivial ASG
 keep-alive clients, that is ~450 µs of CPU per request before the app does anything, a
 third of what the API spends on `GET /prefixes?limit=50` (issue 17). So hypercorn still
 accepts the connections (its listeners, TLS, lifespan, graceful stop, the workers' shared
-accept in api/balance.py), and a connection that speaks HTTP/1.x — plain, or TLS whose
-ALPN did not pick h2 — is served here; h2 stays hypercorn's.
+accept in api/balance.py), and every connection is served here: plain, or TLS (whose ALPN
+offers http/1.1 only: h2 would skip every bound of this layer; runtime.py), within the
+connection caps of api/conncap.py.
 
 What a client sees is what hypercorn and h11 give it: keep-alive (HTTP/1.1, or 1.0 asking
 for it) up to ``keep_alive_max_requests`` requests, an idle connection closed after
@@ -19,13 +20,13 @@ responses framed by Content-Length (added when the app gave the whole body at on
 chunked, no body for HEAD, 1xx, 204 and 304, and the app told `http.disconnect` when the
 client goes while it works (noticed from WATCH_AFTER on). Pipelined requests are answered in
 order. Upgrade requests (WebSocket, h2c) are answered as plain HTTP/1.1 and the connection
-then closes, and HTTP/2 with prior knowledge on a plain connection is refused (400): the API
-serves h2 only where TLS's ALPN picks it.
+then closes, and HTTP/2 with prior knowledge is refused (400): the API does not serve h2.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -38,11 +39,11 @@ from urllib.parse import unquote
 import httptools
 import trio
 from hypercorn.config import Config
-from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, ConnectionState, LifespanState
 from hypercorn.utils import parse_socket_addr, suppress_body
 
+from ipamd.api.conncap import ConnectionCaps, serve_capped
 from ipamd.api.errors import ApiError
 
 log = logging.getLogger("ipamd.api.http1")
@@ -528,7 +529,7 @@ async def serve_connection(
     app: AppWrapper, config: Config, context: WorkerContext, state: LifespanState,
     stream: trio.abc.Stream,
 ) -> None:
-    """hypercorn's per-connection handler, as installed: HTTP/1.x here, h2 by hypercorn."""
+    """hypercorn's per-connection handler, as installed (within the caps): HTTP/1.x."""
     tls = isinstance(stream, trio.SSLStream)
     if tls:
         try:
@@ -537,9 +538,6 @@ async def serve_connection(
         except (trio.BrokenResourceError, trio.TooSlowError):
             with trio.CancelScope(shield=True):
                 await stream.aclose()
-            return
-        if stream.selected_alpn_protocol() not in (None, "http/1.1", "http/1.0"):
-            await TCPServer(app, config, context, state, stream)  # h2: its handshake is done
             return
     try:
         connection = Http1Connection(app, config, context, state, stream, tls=tls)
@@ -550,10 +548,15 @@ async def serve_connection(
     await connection.run()
 
 
-def install() -> None:
-    """Serve every accepted connection through ``serve_connection`` (hypercorn's trio
-    worker builds a TCPServer per connection by this module-level name)."""
+def install(caps: ConnectionCaps) -> None:
+    """Serve every accepted connection through ``serve_connection``, within ``caps``
+    (hypercorn's trio worker builds a TCPServer per connection by this module-level name)."""
     import hypercorn.trio.run
 
-    hypercorn.trio.run.TCPServer = serve_connection  # type: ignore[assignment]
+    async def capped(app: AppWrapper, config: Config, context: WorkerContext,
+                     state: LifespanState, stream: trio.abc.Stream) -> None:
+        await serve_capped(caps, functools.partial(serve_connection, app, config, context,
+                                                   state), stream)
+
+    hypercorn.trio.run.TCPServer = capped  # type: ignore[assignment,misc]
 

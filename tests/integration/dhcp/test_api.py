@@ -28,12 +28,13 @@ async def seeded(db: Database) -> dict[str, Any]:
     return await db.transaction(seed)
 
 
-@pytest.fixture(params=[1, 2], ids=["api-in-main", "api-workers"])
+@pytest.fixture(params=[1, 2], ids=["one-api-worker", "two-api-workers"])
 async def config_overrides(relay_sock: socket.socket, seeded: dict[str, Any],
                            request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     # Seeded first, so the appliance's DHCP server starts with the plan loaded. (The
     # appliance runs its own asyncio loop: its pool is not usable from the test's tasks.)
-    # With API workers, the API reaches the DHCP server in the main process (force-release,
+    # With a DHCP server the API runs in worker processes, even one (runtime.
+    # api_in_main_process): it reaches the DHCP server in the main process (force-release,
     # a settings change in force at once) through api/workers.py.
     return {"dhcp": dhcp_section(relay_sock.getsockname()[1]),
             "api": {"workers": request.param}}
