@@ -6,9 +6,10 @@ A room is a folder under src/ipamd (`ipam`, `dhcp`, ...) or a top-level module (
 
 The rules (docs/DEVELOPING.md explains them; DESIGN.md is where they come from):
 - `core` imports no other room; `db` imports only `core`.
-- Domain rooms (`ipam`, `dhcp`, `outbox`, `dns`, `ops`) never import `api`, `runtime`, `cli`
-  or `console`; they raise core's domain errors and the API maps them.
-- `dhcp` never imports `outbox` (the DHCP path never waits for a delivery).
+- Domain rooms (`ipam`, `dhcp`, `dhcp6`, `outbox`, `dns`, `ops`) never import `api`, `runtime`,
+  `cli` or `console`; they raise core's domain errors and the API maps them.
+- `dhcp` and `dhcp6` never import `outbox` (the DHCP path never waits for a delivery).
+- `dhcp` never imports `dhcp6`: the DHCPv6 server builds on what DHCPv4 shares, not back.
 - Nothing but the entry points (`cli`, `__main__`) imports `runtime` or `cli`; nothing but
   `runtime` and the entry points imports `api`.
 - No two rooms import each other.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "ipamd"
-DOMAIN = frozenset({"ipam", "dhcp", "outbox", "dns", "ops"})
+DOMAIN = frozenset({"ipam", "dhcp", "dhcp6", "outbox", "dns", "ops"})
 ENTRY = frozenset({"cli", "__main__"})
 
 # room -> the only rooms it may import (absent: no allow-list, the deny rules below apply)
@@ -36,7 +37,8 @@ ALLOWED: dict[str, frozenset[str]] = {
 # room -> rooms it must never import
 FORBIDDEN: dict[str, frozenset[str]] = {
     **{room: frozenset({"api", "runtime", "cli", "__main__", "console"}) for room in DOMAIN},
-    "dhcp": frozenset({"api", "runtime", "cli", "__main__", "console", "outbox"}),
+    "dhcp": frozenset({"api", "runtime", "cli", "__main__", "console", "outbox", "dhcp6"}),
+    "dhcp6": frozenset({"api", "runtime", "cli", "__main__", "console", "outbox"}),
 }
 # rooms only some may import: target -> importers allowed
 ONLY_FROM: dict[str, frozenset[str]] = {

@@ -73,6 +73,22 @@ def test_the_dhcp_path_importing_the_outbox_is_named_even_lazily(tmp_path):
     assert "dhcp must not import outbox" in str(broken)
 
 
+def test_the_dhcpv6_room_keeps_the_dhcp_rules_and_dhcp_never_leans_on_it(tmp_path):
+    package = _tree(tmp_path, {
+        "outbox/queue.py": "CHANNEL = 'x'\n",
+        "dhcp/leasestore.py": "from ipamd.dhcp6 import codec\n",
+        "dhcp6/codec.py": "from ipamd.outbox import queue\n",
+        "dhcp6/server.py": "from ipamd.dhcp import leasestore\n",
+    })
+    found = {(b.imp.source, b.imp.target, b.rule) for b in import_contract.check(package)}
+    assert ("dhcp6", "outbox", "dhcp6 must not import outbox") in found
+    assert ("dhcp", "dhcp6", "dhcp must not import dhcp6") in found
+    # dhcp6 -> dhcp alone is the allowed direction; here it is also one end of a two-way pair
+    assert ("dhcp6", "dhcp", "two-way pair: dhcp imports dhcp6 too (ipamd.dhcp6)") in found
+    assert not any(source == "dhcp6" and target == "dhcp" and "must not" in rule
+                   for source, target, rule in found)
+
+
 def test_type_checking_and_relative_imports_count(tmp_path):
     package = _tree(tmp_path, {
         "db/bridge.py": """\
