@@ -2,8 +2,9 @@
 
 What is here so far is pure — no sockets, no SQL: ``protocol`` (numbers, ``Malformed`` and
 its drop reasons), ``codec`` (messages), ``options`` (each option's class), ``duid``
-(DUIDs read, rendered and made for the server), and ``relay`` (Relay-forward chains
-unwrapped and Relay-replies built).
+(DUIDs read, rendered and made for the server), ``relay`` (Relay-forward chains
+unwrapped and Relay-replies built) and ``validate`` (RFC 8415 §16: which client messages a
+server acts on).
 It shares the lease store, the plan and the committer with ``dhcp/`` (DESIGN.md), and
 anything both servers need goes to ``core`` rather than being copied.
 """
