@@ -32,11 +32,12 @@ def test_a_subclass_maps_like_its_parent():
 
 def test_database_refusals_become_domain_errors_with_the_same_words():
     class Fake(Exception):
-        constraint_name = "subnets_ipv4"
+        constraint_name = "subnets_v6_fields"
 
     refused = dberrors.translate(Fake())  # type: ignore[arg-type]
     assert isinstance(refused, errors.Invalid)
-    assert (refused.field, refused.message) == ("cidr", "cidr: must be an IPv4 network")
+    assert (refused.field, refused.message) == (
+        "gateway", "gateway: an IPv6 subnet has no gateway, next_server or boot_file")
     overlap = dberrors.translate(type("E", (Exception,), {"constraint_name": "subnets_no_overlap"})())
     assert isinstance(overlap, errors.Conflict)
     assert overlap.message == "cidr: overlaps another subnet of the same tenant"

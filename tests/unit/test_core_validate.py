@@ -89,6 +89,26 @@ def test_host_range_and_host_in():
     assert "outside" in validate.host_in(net, ipaddress.IPv4Address("10.0.1.1"))
 
 
+def test_ipv6_host_range_and_host_in():
+    net = ipaddress.IPv6Network("2001:db8::/64")
+    # No broadcast; the first address is the Subnet-Router anycast (RFC 4291 §2.6.1).
+    assert validate.host_range(net) == (int(net.network_address) + 1,
+                                        int(net.broadcast_address))
+    assert validate.host_count(net) == 2**64 - 1
+    assert validate.host_count(ipaddress.IPv6Network("2001:db8::/127")) == 2  # RFC 6164
+    assert validate.host_count(ipaddress.IPv6Network("2001:db8::1/128")) == 1
+    assert validate.host_in(net, ipaddress.IPv6Address("2001:db8::ffff:ffff:ffff:ffff")) is None
+    assert "anycast" in validate.host_in(net, ipaddress.IPv6Address("2001:db8::"))
+    assert "outside" in validate.host_in(net, ipaddress.IPv6Address("2001:db8:1::1"))
+    # The other family is named, never taken for an address of this one (::10.0.0.5 has
+    # the same low 32 bits as 10.0.0.5).
+    v4 = ipaddress.IPv4Network("10.0.0.0/24")
+    assert "IPv6 address" in validate.host_in(v4, ipaddress.IPv6Address("::10.0.0.5"))
+    assert "IPv4 address" in validate.host_in(net, ipaddress.IPv4Address("10.0.0.5"))
+    assert validate.address_in_family(net, 5) == ipaddress.IPv6Address("::5")
+    assert validate.address_in_family(v4, 5) == ipaddress.IPv4Address("0.0.0.5")
+
+
 def test_hostname():
     assert validate.hostname("Printer-1.lan.example.com.") == "Printer-1.lan.example.com"
     for bad in ("-bad", "bad-", "a..b", "under_score", "x" * 64, "sp ace", ""):

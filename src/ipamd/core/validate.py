@@ -13,6 +13,7 @@ import re
 import unicodedata
 
 IPv4 = ipaddress.IPv4Address
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -38,11 +39,12 @@ def ipv4(text: str) -> IPv4:
         raise ValueError(f"{text!r} is not an IPv4 address (dotted quad, e.g. 10.0.0.10)") from None
 
 
-def ip_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def ip_address(text: str) -> IPAddress:
     try:
         return ipaddress.ip_address(text.strip())
     except ValueError:
-        raise ValueError(f"{text!r} is not an IP address") from None
+        raise ValueError(
+            f"{text!r} is not an IP address (e.g. 10.0.0.10 or 2001:db8::10)") from None
 
 
 def network(text: str, *, ipv4_only: bool = False) -> Network:
@@ -62,25 +64,44 @@ def network(text: str, *, ipv4_only: bool = False) -> Network:
         raise ValueError(f"{text!r} has host bits set; the network is {loose}") from None
 
 
-def host_range(net: ipaddress.IPv4Network) -> tuple[int, int]:
-    """First and last assignable address (as ints): /31 and /32 have no network/broadcast."""
+def host_range(net: Network) -> tuple[int, int]:
+    """First and last assignable address (as ints).
+
+    IPv4: /31 and /32 have no network/broadcast address (RFC 3021). IPv6 has no broadcast,
+    but its first address is the Subnet-Router anycast address (RFC 4291 §2.6.1), never a
+    host's; a /127 (RFC 6164) and a /128 use every address.
+    """
     first, last = int(net.network_address), int(net.broadcast_address)
+    if net.version == 6:
+        return (first, last) if net.prefixlen >= 127 else (first + 1, last)
     if net.prefixlen >= 31:
         return first, last
     return first + 1, last - 1
 
 
-def host_count(net: ipaddress.IPv4Network) -> int:
+def address_in_family(net: Network, value: int) -> IPAddress:
+    """The address ``value`` of ``net``'s family (ip_address(int) would guess IPv4 for small
+    IPv6 values)."""
+    if net.version == 6:
+        return ipaddress.IPv6Address(value)
+    return ipaddress.IPv4Address(value)
+
+
+def host_count(net: Network) -> int:
     first, last = host_range(net)
     return last - first + 1
 
 
-def host_in(net: ipaddress.IPv4Network, address: IPv4) -> str | None:
+def host_in(net: Network, address: IPAddress) -> str | None:
     """None when ``address`` is an assignable host of ``net``; otherwise why not."""
+    if address.version != net.version:
+        return f"{address} is an IPv{address.version} address; the subnet {net} is IPv{net.version}"
     if address not in net:
         return f"{address} is outside the subnet {net}"
     first, last = host_range(net)
     if int(address) < first:
+        if net.version == 6:
+            return f"{address} is the Subnet-Router anycast address of {net} (RFC 4291)"
         return f"{address} is the network address of {net}"
     if int(address) > last:
         return f"{address} is the broadcast address of {net}"

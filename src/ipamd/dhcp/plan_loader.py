@@ -42,7 +42,9 @@ _EXCLUDES = f"""SELECT subnet_id, start_ip - {_ZERO} AS start_ip, end_ip - {_ZER
 _RESERVATIONS = f"""SELECT id, subnet_id, ip - {_ZERO} AS ip, mac::text AS mac, duid, client_id,
                            hostname FROM reservations WHERE family(ip) = 4"""
 _ASSIGNMENTS = f"SELECT subnet_id, ip - {_ZERO} AS ip FROM assignments WHERE family(ip) = 4"
-_OPTIONS = "SELECT subnet_id, code, payload, vendor_class FROM dhcp_options ORDER BY id"
+# IPv6 subnets' options are DHCPv6 codes (core/option6_shapes.py): never a DHCPv4 option.
+_OPTIONS = """SELECT subnet_id, code, payload, vendor_class FROM dhcp_options
+              WHERE subnet_id IN (SELECT id FROM subnets WHERE family(cidr) = 4) ORDER BY id"""
 _CLASSES = "SELECT id, name, match, value FROM client_classes ORDER BY id"
 
 

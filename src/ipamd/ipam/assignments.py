@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
+from ipamd.core import validate
 from ipamd.core.errors import conflict
 from ipamd.ipam import children, license, occupancy
 from ipamd.ipam.dberrors import guarded
@@ -37,7 +37,7 @@ KIND = children.Kind("assignment", "assignments", "a", COLUMNS, FROM, UPDATABLE,
 
 
 async def _check(
-    conn: asyncpg.Connection, subnet: asyncpg.Record, ip: ipaddress.IPv4Address,
+    conn: asyncpg.Connection, subnet: asyncpg.Record, ip: validate.IPAddress,
     own: uuid.UUID | None,
 ) -> None:
     children.host_rules(subnet, ip)
@@ -81,7 +81,7 @@ async def get(conn: asyncpg.Connection, assignment_id: uuid.UUID) -> dict[str, A
 
 @dataclass(frozen=True)
 class Filters:
-    ip: ipaddress.IPv4Address | None = None
+    ip: validate.IPAddress | None = None
     hostname: str | None = None
 
 

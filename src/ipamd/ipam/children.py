@@ -7,7 +7,6 @@ audit entry, delete with its audit entry.
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,7 +104,7 @@ async def delete(
     await audit.record(conn, actor, "delete", kind.noun, child_id, before, None)
 
 
-def host_rules(subnet: asyncpg.Record, ip: ipaddress.IPv4Address) -> None:
+def host_rules(subnet: asyncpg.Record, ip: validate.IPAddress) -> None:
     """A single-address child's ip: a host address of the subnet, not its gateway."""
     reason = validate.host_in(subnet["cidr"], ip)
     if reason:
@@ -114,7 +113,7 @@ def host_rules(subnet: asyncpg.Record, ip: ipaddress.IPv4Address) -> None:
         raise conflict(f"ip: {ip} is the subnet's gateway")
 
 
-async def lowest_free(conn: asyncpg.Connection, subnet: asyncpg.Record) -> ipaddress.IPv4Address:
+async def lowest_free(conn: asyncpg.Connection, subnet: asyncpg.Record) -> validate.IPAddress:
     """The address a create without an ip gets, or 409 when the subnet has none left."""
     ip = await nextfree.lowest_free(conn, subnet["id"], subnet["cidr"], subnet["gateway"])
     if ip is None:

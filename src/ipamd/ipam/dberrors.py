@@ -23,7 +23,11 @@ CONSTRAINTS: dict[str, tuple[int, str]] = {
     "prefixes_tenant_cidr": (409, "cidr: this tenant already has this prefix"),
     "client_classes_tenant_name": (409, "name: this tenant already has a client class so named"),
     "subnets_no_overlap": (409, "cidr: overlaps another subnet of the same tenant"),
-    "subnets_ipv4": (422, "cidr: must be an IPv4 network"),
+    "subnets_v6_fields": (
+        422, "gateway: an IPv6 subnet has no gateway, next_server or boot_file"
+    ),
+    "pools_one_family": (422, "start_ip/end_ip: both ends must be of one address family"),
+    "excludes_one_family": (422, "start_ip/end_ip: both ends must be of one address family"),
     "pools_no_overlap": (409, "start_ip/end_ip: the range overlaps another pool of the subnet"),
     "excludes_no_overlap": (
         409, "start_ip/end_ip: the range overlaps another exclude of the subnet"

@@ -23,7 +23,8 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
         "tenant_id": row["tenant_id"],
         "start_ip": str(row["start_ip"]),
         "end_ip": str(row["end_ip"]),
-        "size": int(row["end_ip"]) - int(row["start_ip"]) + 1,
+        "size": ranges.count_out(ranges.span(row["start_ip"], row["end_ip"]),
+                                 row["start_ip"].version),
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }

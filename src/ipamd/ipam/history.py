@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncpg
 
+from ipamd.core import validate
 from ipamd.core.errors import not_found
 from ipamd.core.lease_events import derive_all
 
@@ -117,11 +118,14 @@ ADDRESS_COLUMNS = ("ip", "mac", "hostname", "state")
 @dataclass
 class AddressMap:
     subnet_id: uuid.UUID
-    network: ipaddress.IPv4Network
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network
     at: dt.datetime
     ranges: list[tuple[int, int, str]]  # first, last (inclusive), state
-    addresses: str  # JSON arrays (ADDRESS_COLUMNS) joined by commas, in no particular order
+    # JSON arrays (ADDRESS_COLUMNS) joined by commas: in no particular order for IPv4 (the
+    # whole map), in address order for IPv6 (one page of it)
+    addresses: str
     counts: dict[str, int]
+    next_after: str | None = None  # IPv6: the page's last address when more follow
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,12 @@ def _created_by(fields: dict[str, Any], at: dt.datetime) -> bool:
 
 
 def _ip_int(value: Any) -> int | None:
-    """A dotted quad (audit JSON or host()) as an int; None when it is not one."""
+    """An address (audit JSON or host()) as an int; None when it is not one."""
+    if isinstance(value, str) and ":" in value:
+        try:
+            return int(ipaddress.IPv6Address(value.split("/")[0]))
+        except ValueError:
+            return None
     if not isinstance(value, str) or value.count(".") != 3:
         return None
     try:  # inet_aton is C: the plan of a /16 holds hundreds of addresses
@@ -230,7 +239,8 @@ def entry_json(ip: str, mac: str | None, hostname: str | None, state: str) -> st
 
 
 def plan_layers(
-    network: ipaddress.IPv4Network, plan: Iterable[tuple[str, dict[str, Any]]]
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network,
+    plan: Iterable[tuple[str, dict[str, Any]]],
 ) -> tuple[list[tuple[int, int, str]], dict[int, tuple[str, str]]]:
     """The plan's run-length ranges over the subnet, and its per-address entries by offset."""
     first, last = int(network.network_address), int(network.broadcast_address)
@@ -249,7 +259,8 @@ def plan_layers(
         held = points.get(ip - first)
         if held is None or ADDRESS_STATES.index(state) > ADDRESS_STATES.index(held[0]):
             points[ip - first] = (state, entry_json(
-                str(ipaddress.IPv4Address(ip)), fields.get("mac"), fields.get("hostname"), state))
+                str(validate.address_in_family(network, ip)), fields.get("mac"),
+                fields.get("hostname"), state))
     return base_ranges(first, last, spans), points
 
 
@@ -342,10 +353,14 @@ async def _plan(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
     return plan_at(current, changes, at)
 
 
-async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime
+async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime,
+                      after: ipaddress.IPv6Address | None = None, limit: int = 1000,
                       ) -> AddressMap:
     """The subnet's addresses as they stood at ``at``, from one consistent snapshot (taken
-    once the lease journal is derived: every change made before the question is in it)."""
+    once the lease journal is derived: every change made before the question is in it).
+
+    An IPv4 map is whole; an IPv6 map gives its ranges and counts whole and its per-address
+    entries a page at a time (``after``, ``limit``): never 2^64 of anything."""
     await derive_all(conn)
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         # A busy moment matches a large share of the table: the planner would scan it all,
@@ -355,9 +370,12 @@ async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.dat
         cidr = await conn.fetchval("SELECT cidr FROM subnets WHERE id = $1", subnet_id)
         if cidr is None:
             raise not_found("subnet", str(subnet_id))
+        plan = await _plan(conn, subnet_id, at)
+        if cidr.version == 6:
+            return await _map_v6(conn, subnet_id, at, cidr, plan, after, limit)
         network = ipaddress.IPv4Network(cidr)
         first = int(network.network_address)
-        ranges, points = plan_layers(network, await _plan(conn, subnet_id, at))
+        ranges, points = plan_layers(network, plan)
         offsets = sorted(points)
         row = await conn.fetchrow(
             _MAP_SQL, subnet_id, at, network, offsets, [points[n][1] for n in offsets])
@@ -365,6 +383,81 @@ async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.dat
     counts = count_states(ranges, first, sorted(row["held"] or ()), row["declined"], planned)
     return AddressMap(subnet_id=subnet_id, network=network, at=at, ranges=ranges,
                       addresses=row["rows"] or "", counts=counts)
+
+
+# The IPv6 map: the moment's leases (as in _MAP_SQL) and the plan's entries no lease
+# overrides, by address; inet, not offsets (a /64's offsets overflow bigint).
+_HELD_V6 = f"""
+held AS (
+    SELECT ip, map_head,
+           CASE WHEN declined_at <= $2 THEN 'declined' ELSE 'leased' END AS state
+      FROM lease_intervals
+     WHERE subnet_id = $1 AND tstzrange(from_at, to_at, '[)') @> $2::timestamptz
+       AND ip << $3::cidr
+       AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2)
+), planned AS (
+    SELECT p.ip, p.entry, p.state FROM unnest($4::inet[], $5::text[], $6::text[])
+                                       AS p(ip, entry, state)
+     WHERE NOT EXISTS (
+         SELECT 1 FROM lease_intervals
+          WHERE ip = p.ip AND subnet_id = $1 AND from_at <= $2
+            AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2))
+)"""
+
+_MAP_V6_PAGE = f"""
+WITH {_HELD_V6}, entries AS (
+    SELECT ip, map_head || state || '"]' AS entry FROM held
+    UNION ALL
+    SELECT ip, entry FROM planned
+)
+SELECT host(e.ip) AS shown, e.entry FROM entries e
+ WHERE $7::inet IS NULL OR e.ip > $7::inet ORDER BY e.ip LIMIT $8
+"""
+
+# Per plan range (bounds $7, $8): the leases held inside it; and the totals.
+_MAP_V6_COUNTS = f"""
+WITH {_HELD_V6}
+SELECT (SELECT count(*) FROM held) AS held,
+       (SELECT count(*) FROM held WHERE state = 'declined') AS declined,
+       ARRAY(SELECT (SELECT count(*) FROM held h WHERE h.ip BETWEEN r.lo AND r.hi)
+               FROM unnest($7::inet[], $8::inet[]) WITH ORDINALITY AS r(lo, hi, i)
+              ORDER BY r.i) AS inside,
+       ARRAY(SELECT host(ip) FROM planned) AS planned_ips,
+       ARRAY(SELECT state FROM planned) AS planned_states
+"""
+
+
+async def _map_v6(
+    conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.datetime,
+    network: ipaddress.IPv6Network, plan: list[tuple[str, dict[str, Any]]],
+    after: ipaddress.IPv6Address | None, limit: int,
+) -> AddressMap:
+    first = int(network.network_address)
+    ranges, points = plan_layers(network, plan)
+    offsets = sorted(points)
+    ips = [ipaddress.IPv6Address(first + n) for n in offsets]
+    entries = [points[n][1] for n in offsets]
+    states = [points[n][0] for n in offsets]
+    args = (subnet_id, at, network, ips, entries, states)
+    rows = await conn.fetch(_MAP_V6_PAGE, *args, after, limit + 1)
+    bounds = ([ipaddress.IPv6Address(lo) for lo, _, _ in ranges],
+              [ipaddress.IPv6Address(hi) for _, hi, _ in ranges])
+    totals = await conn.fetchrow(_MAP_V6_COUNTS, *args, *bounds)
+    counts = dict.fromkeys(STATES, 0)
+    for (lo, hi, state), inside in zip(ranges, totals["inside"], strict=True):
+        counts[state] += hi - lo + 1 - inside
+    counts["declined"] = totals["declined"]
+    counts["leased"] = totals["held"] - totals["declined"]
+    starts = [lo for lo, _, _ in ranges]
+    for ip, state in zip(totals["planned_ips"], totals["planned_states"], strict=True):
+        where = bisect.bisect_right(starts, int(ipaddress.IPv6Address(ip))) - 1
+        counts[ranges[where][2]] -= 1
+        counts[state] += 1
+    shown = rows[:limit]
+    more = len(rows) > limit and bool(shown)
+    return AddressMap(subnet_id=subnet_id, network=network, at=at, ranges=ranges,
+                      addresses=",".join(r["entry"] for r in shown), counts=counts,
+                      next_after=shown[-1]["shown"] if more else None)
 
 
 # --- retention ---------------------------------------------------------------------------

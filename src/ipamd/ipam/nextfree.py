@@ -9,7 +9,6 @@ take-the-lowest atomic.
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from collections.abc import Iterable
 
@@ -22,21 +21,25 @@ from ipamd.ipam.rows import one
 FIRST_WINDOW = 256
 MAX_WINDOW = 65_536
 
-# Occupants of [$2, $3] as integer ranges (inet - 0.0.0.0: cheap to sort and to send).
+# Occupants of [$2, $3] as offsets from $2 (small integers: cheap to sort and to send, and
+# inside bigint for an IPv6 window too, where the distance from :: would not be). A range
+# that runs past the window also gives its real end (``beyond``): the walk jumps over it.
 _WINDOW = f"""
-SELECT start_ip - '0.0.0.0'::inet AS s, end_ip - '0.0.0.0'::inet AS e
+SELECT greatest(start_ip, $2) - $2 AS s, least(end_ip, $3) - $2 AS e,
+       CASE WHEN end_ip > $3 THEN end_ip END AS beyond
   FROM pools WHERE subnet_id = $1 AND start_ip <= $3 AND end_ip >= $2
 UNION ALL
-SELECT start_ip - '0.0.0.0'::inet, end_ip - '0.0.0.0'::inet
+SELECT greatest(start_ip, $2) - $2, least(end_ip, $3) - $2,
+       CASE WHEN end_ip > $3 THEN end_ip END
   FROM excludes WHERE subnet_id = $1 AND start_ip <= $3 AND end_ip >= $2
 UNION ALL
-SELECT ip - '0.0.0.0'::inet, ip - '0.0.0.0'::inet
+SELECT ip - $2, ip - $2, NULL
   FROM reservations WHERE subnet_id = $1 AND ip BETWEEN $2 AND $3
 UNION ALL
-SELECT ip - '0.0.0.0'::inet, ip - '0.0.0.0'::inet
+SELECT ip - $2, ip - $2, NULL
   FROM assignments WHERE subnet_id = $1 AND ip BETWEEN $2 AND $3
 UNION ALL
-SELECT ip - '0.0.0.0'::inet, ip - '0.0.0.0'::inet
+SELECT ip - $2, ip - $2, NULL
   FROM leases WHERE subnet_id = $1 AND {LIVE_SQL} AND ip BETWEEN $2 AND $3
 """
 
@@ -57,25 +60,28 @@ def walk(ranges: Iterable[tuple[int, int]], cursor: int, limit: int) -> tuple[in
 async def lowest_free(
     conn: asyncpg.Connection,
     subnet_id: uuid.UUID,
-    net: ipaddress.IPv4Network,
-    gateway: ipaddress.IPv4Address | None,
-) -> ipaddress.IPv4Address | None:
-    """The lowest free host address, or None when the subnet is full."""
+    net: validate.Network,
+    gateway: validate.IPAddress | None,
+) -> validate.IPAddress | None:
+    """The lowest free host address, or None when the subnet is full (IPv4 or IPv6: the
+    walk is integer arithmetic on the occupants, never a list of the subnet's addresses)."""
     cursor, last = validate.host_range(net)
     window = FIRST_WINDOW
     gateway_range = [(int(gateway), int(gateway))] if gateway is not None else []
     while cursor <= last:
         high = min(cursor + window - 1, last)
-        rows = await conn.fetch(_WINDOW, subnet_id, ipaddress.IPv4Address(cursor),
-                                ipaddress.IPv4Address(high))
-        found, cursor = walk(gateway_range + [(r["s"], r["e"]) for r in rows], cursor, high)
+        rows = await conn.fetch(_WINDOW, subnet_id, validate.address_in_family(net, cursor),
+                                validate.address_in_family(net, high))
+        occupied = [(cursor + r["s"], int(r["beyond"]) if r["beyond"] is not None
+                     else cursor + r["e"]) for r in rows]
+        found, cursor = walk(gateway_range + occupied, cursor, high)
         if found is not None:
-            return ipaddress.IPv4Address(found)
+            return validate.address_in_family(net, found)
         window = min(window * 4, MAX_WINDOW)
     return None
 
 
-async def peek(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> ipaddress.IPv4Address | None:
+async def peek(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> validate.IPAddress | None:
     """What a create without ip would take now (not reserved: a later create may differ)."""
     subnet = await one(conn, "SELECT cidr, gateway FROM subnets WHERE id = $1", subnet_id,
                        "subnet")

@@ -53,7 +53,7 @@ SELECT 'exclude', id::text, host(start_ip) || '-' || host(end_ip)
 async def occupants(
     conn: asyncpg.Connection,
     subnet_id: uuid.UUID,
-    ip: ipaddress.IPv4Address,
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
     *,
     skip_reservation: uuid.UUID | None = None,
     skip_assignment: uuid.UUID | None = None,
@@ -65,7 +65,8 @@ async def occupants(
 
 
 async def lease_identity(
-    conn: asyncpg.Connection, subnet_id: uuid.UUID, ip: ipaddress.IPv4Address
+    conn: asyncpg.Connection, subnet_id: uuid.UUID,
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> tuple[str | None, str | None] | None:
     row = await conn.fetchrow(
         "SELECT mac::text AS mac, duid FROM leases"

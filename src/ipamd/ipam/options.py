@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.core import option_shapes
+from ipamd.core import option6_shapes, option_shapes
 from ipamd.core.errors import conflict, invalid
 from ipamd.ipam import children
 from ipamd.ipam.dberrors import guarded
@@ -36,17 +36,23 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
 KIND = children.Kind("option", "dhcp_options", "o", COLUMNS, FROM, UPDATABLE, public)
 
 
-def normalise(o: dict[str, Any]) -> dict[str, Any]:
-    """The option with its payload in canonical form; 422 naming code, payload or vendor_class."""
+def normalise(o: dict[str, Any], version: int = 4) -> dict[str, Any]:
+    """The option with its payload in canonical form; 422 naming code, payload or vendor_class.
+
+    ``version`` is the subnet's family: an IPv6 subnet takes DHCPv6 codes (option6_shapes),
+    whose numbers mean other things in DHCPv4 (23 is the IP TTL there, DNS servers here)."""
     code = o["code"]
+    shapes: Any = option6_shapes if version == 6 else option_shapes
     try:
-        option_shapes.check_code(code)
+        shapes.check_code(code)
     except ValueError as error:
         raise invalid("code", str(error)) from None
-    if o["vendor_class"] is not None and code != option_shapes.VENDOR_SPECIFIC:
-        raise invalid("vendor_class", "only used with code 43 (vendor-specific information)")
+    if o["vendor_class"] is not None and (version == 6
+                                          or code != option_shapes.VENDOR_SPECIFIC):
+        raise invalid("vendor_class", "only used with code 43 (vendor-specific information) "
+                      "on an IPv4 subnet")
     try:
-        payload = option_shapes.normalise(code, o["payload"])
+        payload = shapes.normalise(code, o["payload"])
     except ValueError as error:
         raise invalid("payload", f"{error} (option {code})") from None
     return {**o, "payload": payload}
@@ -69,8 +75,8 @@ async def _duplicate(conn: asyncpg.Connection, subnet_id: uuid.UUID, o: dict[str
 async def create(
     conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID, fields: dict[str, Any]
 ) -> dict[str, Any]:
-    await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
-    o = normalise({name: fields.get(name) for name in UPDATABLE})
+    subnet = await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
+    o = normalise({name: fields.get(name) for name in UPDATABLE}, subnet["cidr"].version)
     await _duplicate(conn, subnet_id, o, None)
     new_id = await conn.fetchval(
         """INSERT INTO dhcp_options (subnet_id, code, payload, vendor_class)
@@ -108,7 +114,8 @@ async def update(
     before = public(current)
     if not changes:
         return before
-    o = normalise({name: current[name] for name in UPDATABLE} | changes)
+    o = normalise({name: current[name] for name in UPDATABLE} | changes,
+                  subnet["cidr"].version)
     await _duplicate(conn, subnet["id"], o, option_id)
     stored = {name: o[name] for name in changes}
     if "code" in changes:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
+from typing import Any
 
 import asyncpg
 
@@ -11,8 +11,20 @@ from ipamd.core import validate
 from ipamd.core.errors import invalid
 
 
-def range_rules(net: ipaddress.IPv4Network, start: ipaddress.IPv4Address,
-                end: ipaddress.IPv4Address) -> None:
+def span(start: Any, end: Any) -> int:
+    """Addresses from ``start`` to ``end`` inclusive (Python ints: exact for IPv6)."""
+    return int(end) - int(start) + 1
+
+
+def count_out(value: int, version: int) -> int | str:
+    """An address count as the API shows it: IPv4 counts are JSON integers; IPv6 counts are
+    exact decimal strings, since 2^64 and beyond do not survive a JSON parser's doubles
+    (docs/api-ipam.md, "IPv6")."""
+    return str(value) if version == 6 else value
+
+
+def range_rules(net: validate.Network, start: validate.IPAddress,
+                end: validate.IPAddress) -> None:
     """A range of host addresses of the subnet, in order (422 naming the field)."""
     for field, address in (("start_ip", start), ("end_ip", end)):
         reason = validate.host_in(net, address)
@@ -24,7 +36,7 @@ def range_rules(net: ipaddress.IPv4Network, start: ipaddress.IPv4Address,
 
 async def overlapping(
     conn: asyncpg.Connection, table: str, subnet_id: uuid.UUID,
-    start: ipaddress.IPv4Address, end: ipaddress.IPv4Address, own: uuid.UUID | None,
+    start: validate.IPAddress, end: validate.IPAddress, own: uuid.UUID | None,
 ) -> asyncpg.Record | None:
     """Another range of ``table`` (pools or excludes; from code) in the subnet that overlaps."""
     return await conn.fetchrow(
@@ -37,7 +49,7 @@ async def overlapping(
 
 async def lowest_inside(
     conn: asyncpg.Connection, table: str, subnet_id: uuid.UUID,
-    start: ipaddress.IPv4Address, end: ipaddress.IPv4Address,
+    start: validate.IPAddress, end: validate.IPAddress,
 ) -> asyncpg.Record | None:
     """The lowest single-address row of ``table`` (assignments or reservations) in the range."""
     return await conn.fetchrow(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
-from ipamd.core import identifiers
+from ipamd.core import identifiers, validate
 from ipamd.core.errors import conflict, invalid
 from ipamd.ipam import children, license, occupancy
 from ipamd.ipam.dberrors import guarded
@@ -52,13 +51,28 @@ def _same_client(held: tuple[str | None, str | None], mac: str | None,
     return held_duid.replace(":", "").lower() == duid.replace(":", "")
 
 
+def _v6_identity(r: dict[str, Any]) -> None:
+    """A DHCPv6 client is known by its DUID (RFC 8415 §11). A MAC alone would need the
+    relay to send the client link-layer address (RFC 6939, option 79), which common relays
+    do not (dhcrelay -6 sends only option 9): a mac may come with a duid, never instead."""
+    if r["duid"] is None:
+        raise invalid("duid", "a reservation on an IPv6 subnet needs a duid: DHCPv6 clients "
+                      "are identified by their DUID; a mac alone cannot be matched (RFC 6939 "
+                      "client link-layer addresses are not sent by common relays)")
+    if r["client_id"] is not None:
+        raise invalid("client_id", "client_id is the DHCPv4 client identifier (option 61); "
+                      "on an IPv6 subnet the client is identified by its duid")
+
+
 async def _check(
     conn: asyncpg.Connection, subnet: asyncpg.Record, r: dict[str, Any], own: uuid.UUID | None
 ) -> None:
     """Every rule of the resulting reservation, against the subnet and its other objects."""
     if r["mac"] is None and r["duid"] is None:
         raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
-    ip: ipaddress.IPv4Address = r["ip"]
+    if subnet["cidr"].version == 6:
+        _v6_identity(r)
+    ip: validate.IPAddress = r["ip"]
     children.host_rules(subnet, ip)
     for occupant in await occupancy.occupants(conn, subnet["id"], ip, skip_reservation=own):
         if occupant.kind == "pool":
@@ -115,7 +129,7 @@ async def get(conn: asyncpg.Connection, reservation_id: uuid.UUID) -> dict[str, 
 
 @dataclass(frozen=True)
 class Filters:
-    ip: ipaddress.IPv4Address | None = None
+    ip: validate.IPAddress | None = None
     mac: str | None = None
     duid: str | None = None
     hostname: str | None = None

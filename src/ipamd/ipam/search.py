@@ -79,16 +79,14 @@ def _branches(t: Terms) -> _Query:
                 f"ELSE 'within' END"
         where = f"(cidr >>= {n} OR cidr << {n})"
         q.add("prefix", score, match, "prefixes", "id", where)
-        if t.network.version == 4:
-            q.add("subnet", score, match, "subnets", "id", where)
+        q.add("subnet", score, match, "subnets", "id", where)
     if t.address is not None:
         a = q.param(t.address)
-        if t.address.version == 4:
-            q.add("reservation", "0", "'address'", "reservations", "id", f"ip = {a}")
-            q.add("assignment", "0", "'address'", "assignments", "id", f"ip = {a}")
-            q.add("lease", f"10 + {_LEASE_AGE}", "'address'", "leases", "lease_id", f"ip = {a}")
-            q.add("subnet", "100 + (32 - masklen(cidr))", "'contains'", "subnets", "id",
-                  f"cidr >>= {a}")
+        q.add("reservation", "0", "'address'", "reservations", "id", f"ip = {a}")
+        q.add("assignment", "0", "'address'", "assignments", "id", f"ip = {a}")
+        q.add("lease", f"10 + {_LEASE_AGE}", "'address'", "leases", "lease_id", f"ip = {a}")
+        q.add("subnet", f"100 + ({_BITS} - masklen(cidr))", "'contains'", "subnets", "id",
+              f"cidr >>= {a}")
         q.add("prefix", f"100 + ({_BITS} - masklen(cidr))", "'contains'", "prefixes", "id",
               f"cidr >>= {a}")
     if t.mac is not None:

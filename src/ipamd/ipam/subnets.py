@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -63,9 +62,9 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 class Filters:
     tenant_id: uuid.UUID | None = None
     prefix_id: uuid.UUID | None = None
-    cidr: ipaddress.IPv4Network | None = None
-    contains: ipaddress.IPv4Network | None = None
-    within: ipaddress.IPv4Network | None = None
+    cidr: validate.Network | None = None
+    contains: validate.Network | None = None
+    within: validate.Network | None = None
     dhcp_enabled: bool | None = None
 
 
@@ -77,13 +76,36 @@ def _columns(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def field_rules(s: dict[str, Any]) -> None:
-    """Rules about one subnet's own fields (422, naming the field)."""
-    net: ipaddress.IPv4Network = s["cidr"]
-    if s["gateway"] is not None:
+# What an IPv6 subnet refuses, and why (docs/api-ipam.md, "IPv6").
+V6_REFUSED = {
+    "gateway": "an IPv6 subnet has no gateway: hosts learn their routers from Router "
+               "Advertisements (RFC 4861), not from DHCPv6",
+    "next_server": "next_server is the DHCPv4 PXE server (siaddr); an IPv6 subnet gives its "
+                   "boot file URL as option 59 (RFC 5970) on /subnets/{id}/options",
+    "boot_file": "boot_file is the DHCPv4 PXE file field; an IPv6 subnet gives its boot file "
+                 "URL as option 59 (RFC 5970) on /subnets/{id}/options",
+}
+
+
+def _family_rules(s: dict[str, Any]) -> None:
+    net: validate.Network = s["cidr"]
+    if net.version == 6:
+        for field, reason in V6_REFUSED.items():
+            if s[field] is not None:
+                raise invalid(field, reason)
+    elif s["gateway"] is not None:
         reason = validate.host_in(net, s["gateway"])
         if reason:
             raise invalid("gateway", reason)
+    for index, server in enumerate(s["ntp_servers"] or ()):
+        if server.version != net.version:
+            raise invalid(f"ntp_servers[{index}]", f"{server} is an IPv{server.version} "
+                          f"address; the subnet {net} is IPv{net.version}")
+
+
+def field_rules(s: dict[str, Any]) -> None:
+    """Rules about one subnet's own fields (422, naming the field)."""
+    _family_rules(s)
     if s["ddns_adapter"] != "none" and not s["ddns_zone"]:
         raise invalid("ddns_zone", f"required when ddns_adapter is {s['ddns_adapter']}")
     if s["ddns_adapter"] not in ("none", "embedded") and s["ddns_server_id"] is None:
@@ -145,7 +167,10 @@ async def _check_plan(
         )
     parent = prefix["cidr"]
     net = s["cidr"]
-    if parent.version != 4 or not net.subnet_of(parent):
+    if parent.version != net.version:
+        raise invalid("cidr", f"{net} is an IPv{net.version} network; its prefix {parent} is "
+                      f"IPv{parent.version}")
+    if not net.subnet_of(parent):
         raise invalid("cidr", f"{net} is not inside its prefix {parent}")
     other = await conn.fetchrow(
         """SELECT id, cidr FROM subnets
@@ -219,9 +244,9 @@ async def list_page(
 
 
 async def _children_fit(conn: asyncpg.Connection, subnet_id: uuid.UUID,
-                        net: ipaddress.IPv4Network) -> None:
+                        net: validate.Network) -> None:
     first, last = validate.host_range(net)
-    low, high = ipaddress.IPv4Address(first), ipaddress.IPv4Address(last)
+    low, high = validate.address_in_family(net, first), validate.address_in_family(net, last)
     rows = await conn.fetch(
         f"""(SELECT 'pool' AS kind, start_ip AS a, end_ip AS b FROM pools
              WHERE subnet_id = $1 AND (start_ip < $2 OR end_ip > $3) LIMIT 1)
@@ -246,7 +271,7 @@ async def _children_fit(conn: asyncpg.Connection, subnet_id: uuid.UUID,
 
 
 async def _gateway_free(conn: asyncpg.Connection, subnet_id: uuid.UUID,
-                        gateway: ipaddress.IPv4Address) -> None:
+                        gateway: validate.IPAddress) -> None:
     taken = await conn.fetchrow(
         f"""(SELECT 'pool ' || name AS what FROM pools WHERE subnet_id = $1 AND range @> $2::inet)
            UNION ALL
@@ -272,6 +297,10 @@ async def update(
     if not changes:
         return before
     s = {**dict(current), **changes}
+    if s["cidr"].version != current["cidr"].version:
+        raise invalid("cidr", f"a subnet keeps its address family ({current['cidr']} is "
+                      f"IPv{current['cidr'].version}); create an IPv{s['cidr'].version} subnet "
+                      "beside it instead")
     field_rules(s)
     if any(name in changes for name in DNS_FIELDS):
         await _check_dns(conn, s)

@@ -15,7 +15,6 @@ are neither used nor free.
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ import asyncpg
 
 from ipamd.core import validate
 from ipamd.ipam.occupancy import LIVE_SQL
+from ipamd.ipam.ranges import count_out, span
 from ipamd.ipam.rows import one
 
 
@@ -71,24 +71,31 @@ def _counts(sid: str, lo: str, hi: str, gateway: str) -> str:
 _SUMS = "sum(r) AS r, sum(a) AS a, sum(l) AS l, sum(ra) AS ra, sum(rl) AS rl, " \
         "sum(al) AS al, sum(ral) AS ral, sum(g) AS g"
 
-# The range itself, and its excludes (which never overlap each other) summed.
+# The range itself, and its excludes (which never overlap each other) summed. The excludes'
+# bounds come back as addresses: their sizes are summed in Python, since an IPv6 exclude can
+# hold more addresses than a bigint (inet - inet) counts.
 _RANGE = f"""
-SELECT c.*, 0::numeric AS excluded FROM ({_counts("$1", "$2", "$3", "$4::inet")}) c
+SELECT c.*, NULL::inet[] AS los, NULL::inet[] AS his
+  FROM ({_counts("$1", "$2", "$3", "$4::inet")}) c
 UNION ALL
-SELECT {_SUMS}, coalesce(sum(hi - lo + 1), 0) FROM (
+SELECT {_SUMS}, array_agg(lo), array_agg(hi) FROM (
     SELECT greatest(start_ip, $2) AS lo, least(end_ip, $3) AS hi FROM excludes
     WHERE subnet_id = $1 AND start_ip <= $3 AND end_ip >= $2
 ) ex, LATERAL ({_counts("$1", "ex.lo", "ex.hi", "$4::inet")}) c
 """
+
+# Every address of both families lies between these (inet sorts IPv4 before IPv6).
+_LOWEST, _HIGHEST = "'0.0.0.0'::inet", "'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'::inet"
+_BITS = "CASE family(s.cidr) WHEN 4 THEN 32 ELSE 128 END"
 
 _PREFIX = f"""
 WITH inner_subnets AS (
     SELECT id, cidr, gateway FROM subnets WHERE tenant_id = $1 AND cidr <<= $2
 )
 SELECT count(*) AS subnets,
-       coalesce(sum((2::numeric) ^ (32 - masklen(s.cidr))), 0) AS covered, {_SUMS}
+       coalesce(sum((2::numeric) ^ ({_BITS} - masklen(s.cidr))), 0) AS covered, {_SUMS}
 FROM inner_subnets s,
-     LATERAL ({_counts("s.id", "'0.0.0.0'::inet", "'255.255.255.255'::inet", "s.gateway")}) c
+     LATERAL ({_counts("s.id", _LOWEST, _HIGHEST, "s.gateway")}) c
 """
 
 
@@ -113,19 +120,22 @@ def _percent(used: int, size: int) -> float:
 
 
 async def _range(
-    conn: asyncpg.Connection, subnet_id: uuid.UUID, low: ipaddress.IPv4Address,
-    high: ipaddress.IPv4Address, gateway: ipaddress.IPv4Address | None,
+    conn: asyncpg.Connection, subnet_id: uuid.UUID, low: validate.IPAddress,
+    high: validate.IPAddress, gateway: validate.IPAddress | None,
 ) -> dict[str, Any]:
     async with _no_jit(conn):
         whole, excludes = await conn.fetch(_RANGE, subnet_id, low, high, gateway)
-    size = int(high) - int(low) + 1
+    size = span(low, high)
     used = used_of(whole)
-    excluded_unused = int(excludes["excluded"]) - used_of(excludes)
+    bounds = zip(excludes["los"] or (), excludes["his"] or (), strict=True)
+    excluded = sum(span(lo, hi) for lo, hi in bounds)
+    excluded_unused = excluded - used_of(excludes)
+    version = low.version
     return {
-        "size": size,
+        "size": count_out(size, version),
         "used": used,
-        "free": size - used - excluded_unused,
-        "excluded": excluded_unused,
+        "free": count_out(size - used - excluded_unused, version),
+        "excluded": count_out(excluded_unused, version),
         "reserved": whole["r"],
         "assigned": whole["a"],
         "leased": whole["l"],
@@ -136,16 +146,15 @@ async def _range(
 async def subnet(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> dict[str, Any]:
     s = await one(conn, "SELECT id, cidr, gateway FROM subnets WHERE id = $1", subnet_id,
                   "subnet")
-    first, last = validate.host_range(s["cidr"])
-    out = await _range(conn, subnet_id, ipaddress.IPv4Address(first),
-                       ipaddress.IPv4Address(last), s["gateway"])
-    pools = await conn.fetchrow(
-        "SELECT count(*) AS n, coalesce(sum(end_ip - start_ip + 1), 0) AS size FROM pools"
-        " WHERE subnet_id = $1",
-        subnet_id,
-    )
-    return {"subnet_id": subnet_id, "cidr": str(s["cidr"]), **out,
-            "pools": pools["n"], "pool_size": int(pools["size"])}
+    net = s["cidr"]
+    first, last = validate.host_range(net)
+    out = await _range(conn, subnet_id, validate.address_in_family(net, first),
+                       validate.address_in_family(net, last), s["gateway"])
+    pools = await conn.fetch("SELECT start_ip, end_ip FROM pools WHERE subnet_id = $1",
+                             subnet_id)
+    pool_size = sum(span(p["start_ip"], p["end_ip"]) for p in pools)
+    return {"subnet_id": subnet_id, "cidr": str(net), **out,
+            "pools": len(pools), "pool_size": count_out(pool_size, net.version)}
 
 
 async def pool(conn: asyncpg.Connection, pool_id: uuid.UUID) -> dict[str, Any]:
@@ -172,9 +181,9 @@ async def prefix(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, An
     return {
         "prefix_id": prefix_id,
         "cidr": str(net),
-        "size": size,
-        "used": covered,
-        "free": size - covered,
+        "size": count_out(size, net.version),
+        "used": count_out(covered, net.version),
+        "free": count_out(size - covered, net.version),
         "percent_used": _percent(covered, size),
         "subnets": row["subnets"],
         "addresses_used": used_of(row),

@@ -11,20 +11,34 @@ import asyncpg
 
 LIVE = ("offered", "active", "declined")
 
-# Per pool: its size less the excluded addresses inside it, and its live leases (the
-# partial index leases_live_ip on (subnet_id, ip) serves the range count).
+# Per pool: its bounds and the excludes' overlaps with it (sized in Python: an IPv6 pool can
+# hold more addresses than inet - inet's bigint), and its live leases (the partial index
+# leases_live_ip on (subnet_id, ip) serves the range count).
 _POOLS = """
 SELECT p.id, p.name, p.subnet_id, s.cidr::text AS cidr, s.name AS subnet_name,
-       (p.end_ip - p.start_ip + 1)
-         - coalesce((SELECT sum(greatest(0, least(e.end_ip, p.end_ip)
-                                            - greatest(e.start_ip, p.start_ip) + 1))
-                     FROM excludes e WHERE e.subnet_id = p.subnet_id
-                       AND e.range && p.range), 0) AS size,
+       family(s.cidr) AS family, p.start_ip, p.end_ip,
+       ARRAY(SELECT greatest(e.start_ip, p.start_ip) FROM excludes e
+             WHERE e.subnet_id = p.subnet_id AND e.range && p.range ORDER BY e.start_ip)
+         AS ex_lo,
+       ARRAY(SELECT least(e.end_ip, p.end_ip) FROM excludes e
+             WHERE e.subnet_id = p.subnet_id AND e.range && p.range ORDER BY e.start_ip)
+         AS ex_hi,
        (SELECT count(*) FROM leases l
         WHERE l.subnet_id = p.subnet_id AND l.state IN ('offered', 'active', 'declined')
           AND l.ip BETWEEN p.start_ip AND p.end_ip) AS used
 FROM pools p JOIN subnets s ON s.id = p.subnet_id
 """
+
+
+def _pool_size(r: asyncpg.Record) -> int:
+    """The pool's addresses less the excluded ones inside it (excludes never overlap)."""
+    excluded = sum(int(hi) - int(lo) + 1 for lo, hi in zip(r["ex_lo"], r["ex_hi"], strict=True))
+    return int(r["end_ip"]) - int(r["start_ip"]) + 1 - excluded
+
+
+def count_out(value: int, family: int) -> int | str:
+    """IPv6 sizes as exact decimal strings, as the IPAM API shows them (docs/api-ipam.md)."""
+    return str(value) if family == 6 else value
 
 
 def _percent(used: int, size: int) -> float:
@@ -33,22 +47,24 @@ def _percent(used: int, size: int) -> float:
 
 async def utilisation(conn: asyncpg.Connection) -> tuple[list[dict[str, Any]],
                                                           list[dict[str, Any]]]:
-    """(pools, subnets), each worst-utilised first; a subnet sums its pools."""
+    """(pools, subnets), each worst-utilised first; a subnet sums its pools. Sizes of IPv6
+    pools and subnets are decimal strings (2^64 is no JSON number a client can trust)."""
     pools: list[dict[str, Any]] = []
     subnets: dict[Any, dict[str, Any]] = {}
     for r in await conn.fetch(_POOLS):
-        size, used = int(r["size"]), int(r["used"])
+        size, used = _pool_size(r), int(r["used"])
         pools.append({"pool_id": r["id"], "name": r["name"], "subnet_id": r["subnet_id"],
-                      "cidr": r["cidr"], "size": size, "used": used,
+                      "cidr": r["cidr"], "size": count_out(size, r["family"]), "used": used,
                       "percent_used": _percent(used, size)})
         s = subnets.setdefault(r["subnet_id"], {
             "subnet_id": r["subnet_id"], "cidr": r["cidr"], "name": r["subnet_name"],
-            "size": 0, "used": 0, "pools": 0})
+            "size": 0, "used": 0, "pools": 0, "family": r["family"]})
         s["size"] += size
         s["used"] += used
         s["pools"] += 1
     for s in subnets.values():
         s["percent_used"] = _percent(s["used"], s["size"])
+        s["size"] = count_out(s["size"], s.pop("family"))
     pools.sort(key=lambda p: (-p["percent_used"], str(p["pool_id"])))
     ordered = sorted(subnets.values(), key=lambda s: (-s["percent_used"], str(s["subnet_id"])))
     return pools, ordered

@@ -54,3 +54,23 @@ async def test_two_concurrent_creates_at_the_edge_one_201_one_402(operator):
         assert sorted(r.status_code for r in results) == [201, 402], [r.text for r in results]
         winner = next(r for r in results if r.status_code == 201).json()
         assert (await operator.delete(f"/reservations/{winner['id']}")).status_code == 204
+
+
+async def test_cap_counts_ipv6_reservations_and_assignments(operator, viewer):
+    p = created(await operator.post("/prefixes", json={"cidr": "2001:db8:20::/48"}))
+    s = created(await operator.post("/subnets", json={"prefix_id": p["id"],
+                                                      "cidr": "2001:db8:20:1::/64"}))
+    sid = s["id"]
+    created(await operator.post(f"/subnets/{sid}/reservations", json={
+        "duid": "00:03:00:01:02:00:00:00:00:01"}))
+    created(await operator.post(f"/subnets/{sid}/assignments", json={"hostname": "a"}))
+    v4 = await subnet(operator, "10.20.1.0/24")
+    created(await operator.post(f"/subnets/{v4['id']}/assignments", json={"hostname": "b"}))
+    status = (await viewer.get("/license")).json()
+    assert (status["managed_ips"], status["reservations"], status["assignments"]) == (3, 1, 2)
+    message = error_of(await operator.post(f"/subnets/{sid}/reservations", json={
+        "ip": "2001:db8:20:1::99", "duid": "00:03:00:01:02:00:00:00:00:02"}),
+        402, "license_limit")
+    assert "3 of 3" in message
+    error_of(await operator.post(f"/subnets/{sid}/assignments", json={"hostname": "c"}),
+             402, "license_limit")

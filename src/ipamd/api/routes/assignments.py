@@ -10,7 +10,7 @@ from pydantic import Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import Description, Hostname, Id, IPv4, patch
+from ipamd.api.routes.ipam_fields import IP, Description, Hostname, Id, patch
 from ipamd.api.routes.ipam_models import AssignmentOut
 from ipamd.api.routes.license import entitlement
 from ipamd.api.schemas import Page
@@ -20,7 +20,7 @@ router = Router("assignments")
 
 
 class AssignmentCreate(Body):
-    ip: IPv4 | None = Field(
+    ip: IP | None = Field(
         default=None, description="left out: the lowest free address outside pools and excludes")
     hostname: Hostname
     description: Description = ""
@@ -28,13 +28,13 @@ class AssignmentCreate(Body):
 
 
 class AssignmentPatch(Body):
-    ip: IPv4 = patch()
+    ip: IP = patch()
     hostname: Hostname = patch()
     description: Description = patch()
 
 
 class AssignmentQuery(paging.PageQuery):
-    ip: IPv4 | None = None
+    ip: IP | None = None
     hostname: Hostname | None = Field(default=None, description="exact, case-insensitive")
 
 

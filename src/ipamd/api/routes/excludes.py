@@ -10,7 +10,7 @@ from pydantic import Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import Id, IPv4, patch
+from ipamd.api.routes.ipam_fields import IP, Id, patch
 from ipamd.api.routes.ipam_models import ExcludeOut
 from ipamd.api.schemas import Page
 from ipamd.ipam import excludes
@@ -19,14 +19,14 @@ router = Router("excludes")
 
 
 class ExcludeCreate(Body):
-    start_ip: IPv4
-    end_ip: IPv4 = Field(description="equal to start_ip for a single address")
+    start_ip: IP
+    end_ip: IP = Field(description="equal to start_ip for a single address")
     tenant_id: Id | None = Field(default=None, description="the subnet's tenant when left out")
 
 
 class ExcludePatch(Body):
-    start_ip: IPv4 = patch()
-    end_ip: IPv4 = patch()
+    start_ip: IP = patch()
+    end_ip: IP = patch()
 
 
 @router.route(

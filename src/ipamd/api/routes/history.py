@@ -23,9 +23,9 @@ from quart import Response
 from ipamd.api import paging
 from ipamd.api.errors import bad_request
 from ipamd.api.instant import in_range
-from ipamd.api.router import Query, RequestContext, Router
+from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import Page
-from ipamd.core import identifiers, jsonutil
+from ipamd.core import identifiers, jsonutil, validate
 from ipamd.ipam import history
 
 router = Router("history")
@@ -42,7 +42,7 @@ _HEX_HELP = identifiers.HEX_HELP
 
 
 class HistoryQuery(paging.PageQuery):
-    ip: str | None = Field(default=None, description="IPv4 address")
+    ip: str | None = Field(default=None, description="IPv4 or IPv6 address")
     mac: str | None = Field(
         default=None, description="aa:bb:cc:dd:ee:ff, aa-bb-cc-dd-ee-ff, aabb.ccdd.eeff or 12 hex"
     )
@@ -65,7 +65,9 @@ class HistoryQuery(paging.PageQuery):
     format: Literal["json", "csv"] = Field(default="json", description="json or csv")
 
 
-class MapQuery(Query):
+class MapQuery(paging.PageQuery):
+    """limit and cursor page an IPv6 map's addresses; an IPv4 map is always whole."""
+
     at: str | None = Field(default=None, description=f"the moment (default now): {_TIME_HELP}")
     tz: str | None = Field(
         default=None, description="IANA zone for times without offset and for the answer"
@@ -98,7 +100,8 @@ class MapAddresses(BaseModel):
     columns: list[str] = Field(description="ip, mac, hostname, state")
     rows: list[list[str | None]] = Field(
         description="one per address whose state overrides its range (leased, declined, "
-                    "reserved, assigned), in no particular order"
+                    "reserved, assigned): IPv4 all, in no particular order; IPv6 one page "
+                    "(limit, cursor) in address order"
     )
 
 
@@ -107,10 +110,15 @@ class AddressMapOut(BaseModel):
     cidr: str
     at: str = Field(description="the moment, RFC 3339 in tz")
     tz: str
-    size: int
-    counts: dict[str, int] = Field(description="addresses per state")
+    size: int | str = Field(description="addresses in the subnet; an exact decimal string "
+                                        "for IPv6")
+    counts: dict[str, int | str] = Field(
+        description="addresses per state; on IPv6 free, pool and excluded are decimal strings")
     ranges: list[MapRange] = Field(description="the whole subnet, run-length by plan state")
     addresses: MapAddresses
+    next_cursor: str | None = Field(
+        description="IPv6: the cursor of the next page of addresses; null when none (always "
+                    "null for IPv4)")
 
 
 # --- parsing -----------------------------------------------------------------------------
@@ -185,9 +193,19 @@ def parse_hostname(text: str) -> str:
     return value
 
 
+def parse_ip(name: str, text: str) -> str:
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        raise bad_request(f"{name}: {text!r} is not an IPv4 or IPv6 address") from None
+    if getattr(address, "scope_id", None):
+        raise bad_request(f"{name}: {text!r} has a zone index (%...); give the address alone")
+    return str(address)
+
+
 def identity_value(kind: str, text: str) -> Any:
     if kind == "ip":
-        return parse_ipv4("ip", text)
+        return parse_ip("ip", text)
     if kind == "mac":
         return parse_mac(text)
     if kind == "hostname":
@@ -314,24 +332,47 @@ def _after(q: HistoryQuery) -> tuple[dt.datetime, int] | None:
     return None if values is None else (values[0], values[1])
 
 
+RANGE_STATES_COUNTED = ("free", "pool", "excluded")  # the counts a /64 makes too large
+
+
 def map_json(amap: history.AddressMap, zone: zoneinfo.ZoneInfo | None) -> str:
-    """The map as JSON text; the per-address entries arrive pre-rendered and are spliced in."""
-    text = ipaddress.IPv4Address
+    """The map as JSON text; the per-address entries arrive pre-rendered and are spliced in.
+
+    IPv6 sizes are exact decimal strings (docs/api-ipam.md, "IPv6")."""
+    net = amap.network
+    v6 = net.version == 6
+    counts: dict[str, int | str] = {
+        state: str(n) if v6 and state in RANGE_STATES_COUNTED else n
+        for state, n in amap.counts.items()
+    }
+    cursor = None if amap.next_after is None else paging.encode_cursor([amap.next_after])
     head = jsonutil.dumps({
         "subnet_id": str(amap.subnet_id),
-        "cidr": str(amap.network),
+        "cidr": str(net),
         "at": stamp(amap.at, zone),
         "tz": "UTC" if zone is None else zone.key,
-        "size": amap.network.num_addresses,
-        "counts": amap.counts,
+        "size": str(net.num_addresses) if v6 else net.num_addresses,
+        "counts": counts,
         "ranges": [
-            {"start": str(text(start)), "end": str(text(end)), "state": state}
+            {"start": str(validate.address_in_family(net, start)),
+             "end": str(validate.address_in_family(net, end)), "state": state}
             for start, end, state in amap.ranges
         ],
+        "next_cursor": cursor,
         "addresses": {"columns": list(history.ADDRESS_COLUMNS), "rows": []},
     })
     # head ends with ...,"rows":[]}} — put the rows between the brackets.
     return head[:-3] + amap.addresses + head[-3:]
+
+
+def _map_after(q: MapQuery) -> ipaddress.IPv6Address | None:
+    values = paging.after(q, [str])
+    if values is None:
+        return None
+    try:
+        return ipaddress.IPv6Address(values[0])
+    except ValueError:
+        raise bad_request("invalid cursor (take it from next_cursor)") from None
 
 
 # --- routes ------------------------------------------------------------------------------
@@ -362,5 +403,6 @@ async def get_subnet_history(ctx: RequestContext, subnet_id: uuid.UUID) -> Respo
     q: MapQuery = ctx.query
     zone = parse_zone(q.tz)
     at = dt.datetime.now(dt.UTC) if q.at is None else parse_time("at", q.at, zone)
-    amap = await ctx.run(history.address_map, subnet_id, at)
+    amap = await ctx.run(history.address_map, subnet_id, at, _map_after(q),
+                         paging.limit_of(q, ctx.state.config.limits))
     return Response(map_json(amap, zone), status=200, content_type="application/json")

@@ -72,6 +72,23 @@ IPv4 = Annotated[
     _SERIALISE,
     WithJsonSchema({"type": "string", "format": "ipv4", "examples": ["10.0.0.10"]}),
 ]
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    address = validate.ip_address(text)
+    if getattr(address, "scope_id", None):
+        raise ValueError(f"{text!r} has a zone index (%...): a stored address has none")
+    return address
+
+
+# Either family: the subnet's family decides which one is right (ipam/ names the mismatch).
+IP = Annotated[
+    ipaddress.IPv4Address | ipaddress.IPv6Address,
+    _strings(_ip),
+    _SERIALISE,
+    WithJsonSchema({"type": "string", "description": "IPv4 or IPv6 address",
+                    "examples": ["10.0.0.10", "2001:db8::10"]}),
+]
 IPv4Cidr = Annotated[
     ipaddress.IPv4Network,
     _strings(lambda v: validate.network(v, ipv4_only=True)),

@@ -50,6 +50,12 @@ class SubnetOut(BaseModel):
     updated_at: dt.datetime
 
 
+# An address count: an integer for IPv4, an exact decimal string for IPv6 (docs/api-ipam.md).
+Count = Annotated[int | str, Field(
+    description="addresses: a JSON integer on IPv4 objects, an exact decimal string on IPv6 "
+                "ones (2^64 does not survive a double)")]
+
+
 class PoolOut(BaseModel):
     id: uuid.UUID
     subnet_id: uuid.UUID
@@ -57,7 +63,7 @@ class PoolOut(BaseModel):
     name: str
     start_ip: str
     end_ip: str
-    size: int
+    size: Count
     class_id: uuid.UUID | None
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -69,7 +75,7 @@ class ExcludeOut(BaseModel):
     tenant_id: uuid.UUID
     start_ip: str
     end_ip: str
-    size: int
+    size: Count
     created_at: dt.datetime
     updated_at: dt.datetime
 
@@ -134,10 +140,10 @@ class LeaseSummary(BaseModel):
 
 
 class RangeUtilisation(BaseModel):
-    size: int = Field(description="assignable addresses")
+    size: Count = Field(description="assignable addresses (a decimal string on IPv6)")
     used: int = Field(description="gateway, reservations, assignments and live leases (each once)")
-    free: int = Field(description="neither used nor excluded")
-    excluded: int = Field(description="inside excludes and not used")
+    free: Count = Field(description="neither used nor excluded (a decimal string on IPv6)")
+    excluded: Count = Field(description="inside excludes and not used (a decimal string on IPv6)")
     reserved: int
     assigned: int
     leased: int = Field(description="live leases: offered, active, declined")
@@ -148,7 +154,7 @@ class SubnetUtilisation(RangeUtilisation):
     subnet_id: uuid.UUID
     cidr: str
     pools: int
-    pool_size: int
+    pool_size: Count
 
 
 class PoolUtilisation(RangeUtilisation):
@@ -161,9 +167,9 @@ class PoolUtilisation(RangeUtilisation):
 class PrefixUtilisation(BaseModel):
     prefix_id: uuid.UUID
     cidr: str
-    size: int = Field(description="addresses in the prefix")
-    used: int = Field(description="addresses covered by the tenant's subnets inside it")
-    free: int
+    size: Count = Field(description="addresses in the prefix (a decimal string on IPv6)")
+    used: Count = Field(description="addresses covered by the tenant's subnets inside it")
+    free: Count
     percent_used: float
     subnets: int
     addresses_used: int = Field(description="used addresses inside those subnets")

@@ -10,7 +10,7 @@ from pydantic import Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import Id, IPv4, Name, patch
+from ipamd.api.routes.ipam_fields import IP, Id, Name, patch
 from ipamd.api.routes.ipam_models import PoolOut, PoolUtilisation
 from ipamd.api.schemas import Page
 from ipamd.ipam import pools, utilisation
@@ -20,16 +20,16 @@ router = Router("pools")
 
 class PoolCreate(Body):
     name: Name
-    start_ip: IPv4
-    end_ip: IPv4
+    start_ip: IP
+    end_ip: IP
     class_id: Id | None = Field(default=None, description="a client class to steer clients")
     tenant_id: Id | None = Field(default=None, description="the subnet's tenant when left out")
 
 
 class PoolPatch(Body):
     name: Name = patch()
-    start_ip: IPv4 = patch()
-    end_ip: IPv4 = patch()
+    start_ip: IP = patch()
+    end_ip: IP = patch()
     class_id: Id | None = patch("null detaches the client class")
 
 

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import ClientId, Duid, Hostname, Id, IPv4, Mac, patch
+from ipamd.api.routes.ipam_fields import IP, ClientId, Duid, Hostname, Id, Mac, patch
 from ipamd.api.routes.ipam_models import ReservationOut
 from ipamd.api.routes.license import entitlement
 from ipamd.api.schemas import Page
@@ -25,7 +25,7 @@ class ReservationCreate(Body):
         json_schema_extra={"anyOf": [{"required": ["mac"]}, {"required": ["duid"]}]}
     )
 
-    ip: IPv4 | None = Field(
+    ip: IP | None = Field(
         default=None, description="left out: the lowest free address outside pools and excludes")
     mac: Mac | None = Field(default=None, description="mac or duid (or both) is required")
     duid: Duid | None = None
@@ -36,7 +36,7 @@ class ReservationCreate(Body):
 
 
 class ReservationPatch(Body):
-    ip: IPv4 = patch()
+    ip: IP = patch()
     mac: Mac | None = patch("null removes it (a duid must remain)")
     duid: Duid | None = patch("null removes it (a mac must remain)")
     client_id: ClientId | None = patch()
@@ -44,7 +44,7 @@ class ReservationPatch(Body):
 
 
 class ReservationQuery(paging.PageQuery):
-    ip: IPv4 | None = None
+    ip: IP | None = None
     mac: Mac | None = None
     duid: Duid | None = None
     hostname: Hostname | None = Field(default=None, description="exact, case-insensitive")

@@ -11,13 +11,14 @@ from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import (
+    IP,
     BootFile,
+    Cidr,
     CidrOrAddress,
     Description,
     DnsZone,
     Id,
     IPv4,
-    IPv4Cidr,
     Label,
     ReverseZone,
     patch,
@@ -33,16 +34,19 @@ DdnsAdapter = Literal["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embed
 
 class SubnetCreate(Body):
     prefix_id: Id = Field(description="the prefix the subnet lies in")
-    cidr: IPv4Cidr
-    gateway: IPv4 | None = Field(default=None, description="the router (option 3)")
+    cidr: Cidr = Field(description="IPv4 or IPv6; an IPv6 subnet differs (docs/api-ipam.md)")
+    gateway: IP | None = Field(
+        default=None, description="the router (option 3); IPv4 only: IPv6 routers are "
+        "announced by Router Advertisements")
     lease_time_seconds: int = Field(default=86_400, ge=1, le=2_147_483_647)
     dhcp_enabled: bool = Field(default=True, description="false: a VLAN without DHCP, no pools")
     name: Label = ""
     description: Description = ""
     next_server: IPv4 | None = Field(default=None, description="PXE next server (siaddr)")
     boot_file: BootFile | None = Field(default=None, description="PXE boot file name")
-    ntp_servers: list[IPv4] = Field(default_factory=list, max_length=63,
-                                    description="option 42; a stored option 42 wins")
+    ntp_servers: list[IP] = Field(
+        default_factory=list, max_length=63,
+        description="option 42 (DHCPv6: 56), the subnet's family; a stored option wins")
     ddns_adapter: DdnsAdapter = "none"
     ddns_zone: DnsZone | None = Field(default=None, description="forward zone for A records")
     ddns_reverse_zone: ReverseZone | None = Field(
@@ -55,15 +59,15 @@ class SubnetCreate(Body):
 
 class SubnetPatch(Body):
     prefix_id: Id = patch("move the subnet to another prefix of its tenant")
-    cidr: IPv4Cidr = patch("every child must still fit")
-    gateway: IPv4 | None = patch()
+    cidr: Cidr = patch("every child must still fit; the family cannot change")
+    gateway: IP | None = patch()
     lease_time_seconds: int = patch(ge=1, le=2_147_483_647)
     dhcp_enabled: bool = patch("false only when the subnet has no pools")
     name: Label = patch()
     description: Description = patch()
     next_server: IPv4 | None = patch()
     boot_file: BootFile | None = patch()
-    ntp_servers: list[IPv4] = patch(max_length=63)
+    ntp_servers: list[IP] = patch(max_length=63)
     ddns_adapter: DdnsAdapter = patch()
     ddns_zone: DnsZone | None = patch()
     ddns_reverse_zone: ReverseZone | None = patch()
@@ -74,7 +78,7 @@ class SubnetPatch(Body):
 class SubnetQuery(paging.PageQuery):
     tenant_id: uuid.UUID | None = None
     prefix_id: uuid.UUID | None = None
-    cidr: IPv4Cidr | None = Field(default=None, description="exactly this CIDR")
+    cidr: Cidr | None = Field(default=None, description="exactly this CIDR")
     contains: CidrOrAddress | None = Field(
         default=None, description="subnets that contain this address or CIDR")
     within: CidrOrAddress | None = Field(default=None, description="subnets inside this CIDR")
