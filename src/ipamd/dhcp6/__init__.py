@@ -3,8 +3,10 @@
 What is here so far is pure — no sockets, no SQL: ``protocol`` (numbers, ``Malformed`` and
 its drop reasons), ``codec`` (messages), ``options`` (each option's class), ``duid``
 (DUIDs read, rendered and made for the server), ``relay`` (Relay-forward chains
-unwrapped and Relay-replies built) and ``validate`` (RFC 8415 §16: which client messages a
-server acts on).
+unwrapped and Relay-replies built), ``validate`` (RFC 8415 §16: which client messages a
+server acts on), ``plan`` (links, pools, delegation pools, reservations in memory; the
+``Bindings`` the lease store answers) and ``engine`` (the decision: reply, and the lease
+changes to commit before it is sent).
 It shares the lease store, the plan and the committer with ``dhcp/`` (DESIGN.md), and
 anything both servers need goes to ``core`` rather than being copied.
 """

@@ -1,0 +1,203 @@
+"""The address plan as the DHCPv6 decision reads it: links, pools, delegation pools, reservations.
+
+In memory and pure, like DHCPv4's ``dhcp.plan``; a loader (later, with the IPAM side of
+issue 49) builds it from the database. Nothing here enumerates an IPv6 pool: a pool is a
+range (first, last) and a delegation pool a prefix cut into ``delegated_length`` pieces;
+the n-th member is computed (``nth``), so a /64 costs what a /120 costs.
+
+What the decision also needs — which client holds what — is the lease store's, reached
+through the :class:`Bindings` protocol (``engine`` takes one; the server's lease cache
+will be one, tests use a dict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from ipaddress import IPv6Address, IPv6Network
+from typing import Protocol
+
+from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.duid import Duid
+
+
+class IaType(IntEnum):
+    """What a binding is for; the values are the IA options' codes."""
+
+    NA = p.OPTION_IA_NA
+    PD = p.OPTION_IA_PD
+
+
+@dataclass(frozen=True, slots=True)
+class Pool6:
+    """Addresses ``first``..``last`` (inclusive) handed out from a link."""
+
+    first: IPv6Address
+    last: IPv6Address
+
+    def __post_init__(self) -> None:
+        if self.last < self.first:
+            raise ValueError(f"pool {self.first}-{self.last} ends before it starts")
+
+    @property
+    def size(self) -> int:
+        return int(self.last) - int(self.first) + 1
+
+    def nth(self, index: int) -> IPv6Address:
+        return IPv6Address(int(self.first) + index)
+
+    def __contains__(self, address: object) -> bool:
+        return isinstance(address, IPv6Address) and self.first <= address <= self.last
+
+
+@dataclass(frozen=True, slots=True)
+class PdPool:
+    """A prefix delegated in pieces of ``delegated_length`` (a /48 in /56s: 256 of them)."""
+
+    prefix: IPv6Network
+    delegated_length: int
+
+    def __post_init__(self) -> None:
+        if not self.prefix.prefixlen <= self.delegated_length <= 128:
+            raise ValueError(f"cannot delegate /{self.delegated_length} from {self.prefix}")
+
+    @property
+    def count(self) -> int:
+        return 1 << (self.delegated_length - self.prefix.prefixlen)
+
+    def nth(self, index: int) -> IPv6Network:
+        step = 1 << (128 - self.delegated_length)
+        base = int(self.prefix.network_address) + index * step
+        return IPv6Network((base, self.delegated_length))
+
+    def holds(self, prefix: IPv6Network) -> bool:
+        return prefix.prefixlen == self.delegated_length and prefix.subnet_of(self.prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation6:
+    """A DUID's own address and/or delegated prefix on a link."""
+
+    duid: Duid
+    address: IPv6Address | None = None
+    prefix: IPv6Network | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetimes:
+    """Preferred and valid lifetimes and the IA timers, in seconds (RFC 8415 §7.7, §21.4).
+
+    T1/T2 left unset are the recommended 0.5 and 0.8 of the preferred lifetime."""
+
+    preferred: int = 3600
+    valid: int = 7200
+    t1: int | None = None
+    t2: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.preferred > self.valid:
+            raise ValueError("a preferred lifetime longer than the valid one (RFC 8415 §21.6)")
+
+    def timers(self) -> tuple[int, int]:
+        t1 = self.preferred // 2 if self.t1 is None else self.t1
+        t2 = self.preferred * 4 // 5 if self.t2 is None else self.t2
+        return min(t1, t2), t2  # RFC 8415 §21.4: T1 must not exceed T2
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One IPv6 subnet as the server sees it: where a relay's link-address points."""
+
+    subnet_id: str
+    network: IPv6Network
+    lifetimes: Lifetimes = field(default_factory=Lifetimes)
+    pools: tuple[Pool6, ...] = ()
+    pd_pools: tuple[PdPool, ...] = ()
+    excludes: tuple[Pool6, ...] = ()  # ranges never handed out, inside pools or not
+    reservations: tuple[Reservation6, ...] = ()
+    options: dict[int, bytes] = field(default_factory=dict)  # option data by code
+    rapid_commit: bool = True  # RFC 8415 §18.3.1: the server must be configured to allow it
+
+    def reservation(self, duid: Duid) -> Reservation6 | None:
+        for reservation in self.reservations:
+            if reservation.duid == duid:
+                return reservation
+        return None
+
+    def reserved_for_another(self, address: IPv6Address, duid: Duid) -> bool:
+        return any(r.address == address and r.duid != duid for r in self.reservations)
+
+    def prefix_reserved_for_another(self, prefix: IPv6Network, duid: Duid) -> bool:
+        return any(r.prefix is not None and r.prefix.overlaps(prefix) and r.duid != duid
+                   for r in self.reservations)
+
+    def excluded(self, address: IPv6Address) -> bool:
+        return any(address in exclude for exclude in self.excludes)
+
+    def in_pool(self, address: IPv6Address) -> bool:
+        return any(address in pool for pool in self.pools)
+
+    def pd_pool_of(self, prefix: IPv6Network) -> PdPool | None:
+        for pool in self.pd_pools:
+            if pool.holds(prefix):
+                return pool
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan6:
+    links: tuple[Link, ...] = ()
+
+    def link_for(self, address: IPv6Address | None) -> Link | None:
+        """The link whose network holds ``address`` (the longest prefix wins)."""
+        if address is None:
+            return None
+        best: Link | None = None
+        for link in self.links:
+            if address in link.network and (
+                    best is None or link.network.prefixlen > best.network.prefixlen):
+                best = link
+        return best
+
+
+# --------------------------------------------------------------------------- bindings
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One lease as the lease store knows it: an address (IA_NA, length 128) or a
+    delegated prefix (IA_PD) of one client's IA."""
+
+    ia_type: IaType
+    duid: Duid
+    iaid: int
+    address: IPv6Address
+    prefix_length: int
+    state: str  # "active" or "declined" (probation); ended leases are not bindings
+    expires: float  # seconds since the epoch
+
+    @property
+    def prefix(self) -> IPv6Network:
+        return IPv6Network((self.address, self.prefix_length))
+
+
+class Bindings(Protocol):
+    """What the decision asks the lease store (answers as of ``now``)."""
+
+    def of(self, duid: Duid, iaid: int, ia_type: IaType, now: float) -> Sequence[Binding]:
+        """The client's active bindings of that IA."""
+        ...
+
+    def holder(self, address: IPv6Address, prefix_length: int, now: float) -> Binding | None:
+        """The live binding (active, or declined in probation) on that address, or of a
+        delegated prefix overlapping that prefix, whoever holds it."""
+        ...
+
+
+def overlapping(bindings: Iterable[Binding], prefix: IPv6Network) -> Binding | None:
+    """The first binding whose address or prefix overlaps ``prefix`` (a helper for stores)."""
+    for binding in bindings:
+        if binding.prefix.overlaps(prefix):
+            return binding
+    return None
