@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from ipamd import runtime
+from ipamd.api.workers import LocalLimits
 from tests.e2e.conftest import ApiNet, Prober
 from tests.e2e.test_api_non_loopback import bearer, error_code, mint_on_loopback
 
@@ -26,10 +27,11 @@ def config_overrides(api_net: ApiNet) -> dict[str, dict[str, Any]]:
 
 
 def _served(appliance: runtime.Running, worker: str) -> int:
-    """Requests to /health a worker has reported (its latency histograms, each second)."""
+    """Requests a worker has reported (its latency histograms, each second): to /health,
+    and the ones refused over the rate limit before routing (api/app.py Gate)."""
     report = appliance.state.children.get(worker) or {}
     return sum(item["count"] for item in report.get("api_latency", [])
-               if item["key"][1] == "/api/v1/health")
+               if item["key"][1] in ("/api/v1/health", "rate_limited"))
 
 
 async def test_one_limit_across_workers(probe: Prober, anon: httpx.AsyncClient,
@@ -57,3 +59,27 @@ async def test_one_limit_across_workers(probe: Prober, anon: httpx.AsyncClient,
         for _ in range(LIMIT + 10):
             reply = await local.get("/health", headers={**bearer(secret), "Connection": "close"})
             assert reply.status_code == 200
+
+
+async def test_a_refused_client_costs_no_round_trip_per_request(
+    probe: Prober, anon: httpx.AsyncClient, api_net: ApiNet, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker remembers a refusal until it ends (api/workers.py MainLimits): past the
+    limit, the main process is asked once per worker, not once per request."""
+    secret = await mint_on_loopback(anon)
+    asked: list[str] = []  # the main process's window, asked for this client
+    real_hit = LocalLimits.hit
+
+    async def counting_hit(self: LocalLimits, client: str, limit: int) -> float | None:
+        if client.endswith(f"|{api_net.peer_ip}"):
+            asked.append(client)
+        return await real_hit(self, client, limit)
+
+    monkeypatch.setattr(LocalLimits, "hit", counting_hit)
+    over = 60
+    [step] = await probe(
+        {"name": "flood", "method": "GET", "path": "/health", "headers": bearer(secret),
+         "repeat": LIMIT + over, "connections": 4},
+    )
+    assert step["statuses"] == [200] * LIMIT + [429] * over, step["statuses"]
+    assert LIMIT + 1 <= len(asked) <= LIMIT + 2, len(asked)  # one refusal per worker

@@ -36,6 +36,7 @@ from ipamd.api.routes import (
     license,
     netbox,
     options,
+    pd_pools,
     pools,
     prefixes,
     reservations,
@@ -54,6 +55,7 @@ from ipamd.api.routes import settings as settings_routes
 from ipamd.api.routes import webhooks as webhook_routes
 from ipamd.api.token_cache import TokenCache
 from ipamd.api.workers import Limiter, LocalLimits
+from ipamd.core import jsonutil
 from ipamd.core.errors import DomainError
 from ipamd.db.outage import is_connection_loss
 from ipamd.ops.metrics import ApiLatency
@@ -75,8 +77,11 @@ ROUTERS += [
     reservations.router, assignments.router, options.router, client_classes.router,
     search.router, netbox.router, license.router,
 ]
+ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (issue 49)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# A request's scope extension (Gate): set once its body may be read.
+BODY_WANTED = "ipamd.body_wanted"
 
 
 def all_routes() -> list[RouteSpec]:
@@ -107,8 +112,14 @@ async def _drain_body(response: Response) -> None:
     it (bounded by MAX_CONTENT_LENGTH) keeps the connection usable. A body too large or too
     slow closes the connection instead.
     A request that declares no body (most GETs) has nothing left to read.
+    A client that sent `Expect: 100-continue` waits for a 100 before it sends the body, and
+    none is sent before the request is authorized (Gate): a request refused before that
+    gets its answer at once, without a 100, and the connection closes (RFC 9110 §10.1.1).
     """
     if _header("Content-Length") in (None, "", "0") and _header("Transfer-Encoding") is None:
+        return
+    if not g.get("authorized") and (_header("Expect") or "").lower() == "100-continue":
+        response.headers["Connection"] = "close"
         return
     with trio.move_on_after(2) as waited:
         try:
@@ -121,6 +132,98 @@ async def _drain_body(response: Response) -> None:
 
 def _error_response(error: ApiError) -> Response:
     return render(error.body(), error.status, error.headers)
+
+
+def _request_id(incoming: str | None) -> str:
+    """The client's X-Request-Id when it is a sane one, else a new one."""
+    return incoming if incoming is not None and _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+
+
+def _log_access(request_id: str | None, method: str, path: str, status: int, started: float,
+                remote: str | None, actor: str | None) -> None:
+    access_log.info(json.dumps(
+        {"request_id": request_id, "method": method, "path": path, "status": status,
+         "ms": round((time.perf_counter() - started) * 1000, 2), "remote": remote,
+         "actor": actor},
+        separators=(",", ":")))
+
+
+class Gate:
+    """What is decided before Quart sees a request (issue 48).
+
+    The node's request rate limit (spec §8: ``limits.requests_per_minute`` per client IP,
+    loopback exempt) is decided here and only here: a request over it costs no routing,
+    request context, body read or handler. Its 429 is the one Quart gave: the error
+    envelope, Retry-After, and the headers ``_end`` adds; the body is not read (api/http1.py
+    then closes a connection whose request had one). Route-specific limits
+    (``RouteSpec.rate_limit_per_minute``) stay in the view.
+
+    A request with `Expect: 100-continue` gets its 100 when the app first reads the body
+    (api/http1.py), and Quart reads at once, before the view has authorized anything: here
+    that first read waits until the view says the body is wanted (``body_wanted``), so a
+    request refused before (401, 403, 404, ...) is never told to send its body."""
+
+    def __init__(self, inner: Any, state: AppState, limiter: Limiter,
+                 latency: ApiLatency) -> None:
+        self.inner = inner
+        self.state = state
+        self.limiter = limiter
+        self.latency = latency
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            started = time.perf_counter()
+            client = scope.get("client")
+            remote = str(client[0]) if client else ""
+            if not auth.is_loopback(remote):
+                limit = self.state.config.limits.requests_per_minute
+                wait = await self.limiter.hit(f"all|{remote}", limit)
+                if wait is not None:
+                    await self._refuse(scope, send, remote, limit, wait, started)
+                    return
+            if scope.get("http_version") == "1.1" and any(
+                    name == b"expect" and value.lower() == b"100-continue"
+                    for name, value in scope["headers"]):
+                wanted = trio.Event()
+                scope = {**scope, "extensions": {**(scope.get("extensions") or {}),
+                                                 BODY_WANTED: wanted}}
+                receive = _when_wanted(wanted, receive)
+        await self.inner(scope, receive, send)
+
+    async def _refuse(self, scope: dict[str, Any], send: Any, remote: str, limit: int,
+                      wait: float, started: float) -> None:
+        error = ApiError(429, f"more than {limit} requests a minute from this address")
+        body = jsonutil.dumps(error.body()).encode()
+        request_id = _request_id(next((value.decode("latin-1") for name, value
+                                       in scope["headers"] if name == b"x-request-id"), None))
+        await send({"type": "http.response.start", "status": 429, "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"retry-after", retry_after(wait).encode()),
+            (b"x-request-id", request_id.encode()),
+            (b"cache-control", b"no-store"),
+            (b"x-content-type-options", b"nosniff")]})
+        await send({"type": "http.response.body", "body": body})
+        self.latency.observe(scope["method"], "rate_limited", 429,
+                             time.perf_counter() - started)
+        if self.state.config.logging.access_log:
+            _log_access(request_id, scope["method"], scope["path"], 429, started, remote, None)
+
+
+def _when_wanted(wanted: trio.Event, receive: Any) -> Any:
+    async def receive_when_wanted() -> Any:
+        await wanted.wait()
+        return await receive()
+
+    return receive_when_wanted
+
+
+def body_wanted() -> None:
+    """The request is authorized: its body may be read (and a 100-continue sent)."""
+    g.authorized = True
+    wanted = request.scope.get("extensions", {}).get(BODY_WANTED)
+    if wanted is not None:
+        wanted.set()
 
 
 def create_app(
@@ -141,23 +244,10 @@ def create_app(
     @app.before_request
     async def _begin() -> Response | None:
         g.started = time.perf_counter()
-        incoming = _header("X-Request-Id")
-        g.request_id = (incoming if incoming is not None and _REQUEST_ID.match(incoming)
-                        else uuid.uuid4().hex)
+        g.request_id = _request_id(_header("X-Request-Id"))
         g.actor = None
         remote = request.remote_addr or ""
         g.loopback = auth.is_loopback(remote)
-        if not g.loopback:
-            wait = await limiter.hit(f"all|{remote}", state.config.limits.requests_per_minute)
-            if wait is not None:
-                return _error_response(
-                    ApiError(
-                        429,
-                        f"more than {state.config.limits.requests_per_minute} requests a minute "
-                        "from this address",
-                        headers={"Retry-After": retry_after(wait)},
-                    )
-                )
         return None
 
     @app.after_request
@@ -167,24 +257,13 @@ def create_app(
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Content-Type-Options"] = "nosniff"
         rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        started = getattr(g, "started", time.perf_counter())
         latency.observe(request.method, rule, response.status_code,
-                        time.perf_counter() - getattr(g, "started", time.perf_counter()))
+                        time.perf_counter() - started)
         if state.config.logging.access_log:
-            started = getattr(g, "started", time.perf_counter())
-            access_log.info(
-                json.dumps(
-                    {
-                        "request_id": getattr(g, "request_id", None),
-                        "method": request.method,
-                        "path": request.path,
-                        "status": response.status_code,
-                        "ms": round((time.perf_counter() - started) * 1000, 2),
-                        "remote": request.remote_addr,
-                        "actor": getattr(g, "actor", None),
-                    },
-                    separators=(",", ":"),
-                )
-            )
+            _log_access(getattr(g, "request_id", None), request.method, request.path,
+                        response.status_code, started, request.remote_addr,
+                        getattr(g, "actor", None))
         return response
 
     @app.errorhandler(ApiError)
@@ -242,6 +321,7 @@ def create_app(
 
     if state.config.api.console_enabled:
         console.install(app)  # the browser console's static files at / (issue 12)
+    app.asgi_app = Gate(app.asgi_app, state, limiter, latency)  # type: ignore[method-assign,assignment]
     return app
 
 
@@ -268,6 +348,7 @@ def _view(
                 state.config.api.bootstrap_host_names)
         g.actor = caller.actor
         auth.authorize(caller, route.role)
+        body_wanted()
         key = _header("Idempotency-Key")
         ctx = RequestContext(
             state=state,

@@ -11,15 +11,27 @@ accept in api/balance.py), and every connection is served here: plain, or TLS (w
 offers http/1.1 only: h2 would skip every bound of this layer; runtime.py), within the
 connection caps of api/conncap.py.
 
-What a client sees is what hypercorn and h11 give it: keep-alive (HTTP/1.1, or 1.0 asking
-for it) up to ``keep_alive_max_requests`` requests, an idle connection closed after
-``keep_alive_timeout`` or at once when the server stops, a head larger than
-``h11_max_incomplete_size`` answered 431, a malformed request 400, `Expect: 100-continue`
-answered when the app reads the body, `Connection: close` when the connection will close,
-responses framed by Content-Length (added when the app gave the whole body at once) or
-chunked, no body for HEAD, 1xx, 204 and 304, and the app told `http.disconnect` when the
-client goes while it works (noticed from WATCH_AFTER on). Pipelined requests are answered in
-order. Upgrade requests (WebSocket, h2c) are answered as plain HTTP/1.1 and the connection
+What a client sees is what hypercorn and h11 give it, and what RFC 9112 asks of a server:
+keep-alive (HTTP/1.1, or 1.0 asking for it) up to ``keep_alive_max_requests`` requests, an
+idle connection closed after ``keep_alive_timeout`` (which also bounds the wait for a whole
+head) or at once when the server stops, `Expect: 100-continue` answered when the app reads
+the body (api/app.py reads it only once the request is authorized), `Connection: close`
+when the connection will close, responses framed by Content-Length (added when the app gave
+the whole body at once) or chunked, no body for HEAD, 1xx, 204 and 304, and the app told
+`http.disconnect` when the client goes while it works (noticed from WATCH_AFTER on).
+
+Refused, in the error envelope, after the answers to the requests before it, and then the
+connection closes: a head larger than ``h11_max_incomplete_size`` (431), counted as its
+bytes are fed to the parser, so a line that never ends is refused as soon as the head
+passes the limit; a chunked body's trailer section past the same limit (431) and a
+chunk-size line past it (400); a malformed request (400), among them, as RFC 9112 has it,
+an HTTP/1.1 request with no Host, any with more than one or with one that is not a host
+(§3.2), an HTTP/1.0 request with Transfer-Encoding (§6.1) and a request line with no version
+(HTTP/0.9); and any version but 1.0 and 1.1, `HTTP/2.0` among them (505). Trailer fields
+are read and dropped (RFC 9110 §6.5.1). Pipelined requests are answered in order; at most
+MAX_QUEUED of them, holding at most MAX_PIPELINED bytes, are parsed ahead of the one in
+hand, and the rest waits in the socket. Upgrade requests (WebSocket, h2c) are answered as
+plain HTTP/1.1 and the connection
 then closes, and HTTP/2 with prior knowledge is refused (400): the API does not serve h2.
 """
 
@@ -29,6 +41,7 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import time
 from collections import deque
 from email.utils import formatdate
@@ -49,9 +62,15 @@ from ipamd.api.errors import ApiError
 log = logging.getLogger("ipamd.api.http1")
 
 MAX_RECV = 2**16
-# While the app works on a request whose body is in, the connection is still read (to see a
-# client that goes); pipelined requests read meanwhile are kept, up to this many bytes.
+# Requests parsed ahead of the one in hand (pipelined): at most MAX_QUEUED of them, holding
+# at most MAX_PIPELINED bytes (heads and bodies). Past either, what was read waits unparsed
+# and nothing more is read: the socket holds the rest, and the client waits for answers.
+MAX_QUEUED = 16
 MAX_PIPELINED = 2**16
+HEAD_END = b"\r\n\r\n"
+# The Host of an HTTP/1.1 request (RFC 9112 §3.2, RFC 3986 §3.2.2): a name or IPv4
+# address, or an IP literal in brackets, and an optional port.
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(:[0-9]*)?")
 # A client that goes while the app works is looked for only once the app has had the
 # request's body this long (looking from the start cost every request a wait on the socket).
 WATCH_AFTER = 0.5
@@ -62,12 +81,19 @@ class _Request:
 
     __slots__ = (
         "body",
+        "body_left",
+        "chunked",
         "complete",
         "expects_continue",
+        "framing",
         "head_size",
         "headers",
+        "headers_done",
+        "hosts",
+        "in_chunk_line",
         "keep_alive",
         "method",
+        "size",
         "target",
         "upgrade",
         "version",
@@ -83,7 +109,14 @@ class _Request:
         self.keep_alive = True
         self.upgrade = False
         self.expects_continue = False
-        self.head_size = 0
+        self.head_size = 0  # of its complete lines (the parser's callbacks)
+        self.size = 0  # bytes fed for it: head, body and its framing
+        self.headers_done = False
+        self.hosts: list[bytes] = []
+        self.chunked = False
+        self.body_left = 0  # of a Content-Length body
+        self.framing = 0  # chunked: bytes fed since its last body data (sizes, trailers)
+        self.in_chunk_line = False  # chunked: a chunk-size line is being read
 
 
 class Refusal(NamedTuple):
@@ -92,39 +125,124 @@ class Refusal(NamedTuple):
 
 
 class _Parser:
-    """httptools' callbacks: requests in the order they came, heads first."""
+    """httptools' callbacks: requests in the order they came, heads first.
+
+    What is read is fed to llhttp in pieces that never hold parts of two requests: up to
+    the end of a head (its empty line), a Content-Length body's last byte, or (in a chunked
+    body) a line's end. So after each piece the bytes of an unfinished head or trailer
+    section are known exactly, and counted against the limit as they come: a line that never
+    ends is refused once the count passes it, not when the line ends (httptools keeps the
+    line so far, and copies it, on every piece: bounded by the limit, not by the client);
+    and the parsing stops between two requests once MAX_QUEUED wait."""
 
     def __init__(self, max_head: int) -> None:
         self.parser = httptools.HttpRequestParser(self)
         self.ready: deque[_Request] = deque()  # heads complete, not yet served
         self.parsing: _Request | None = None
+        self.last: _Request | None = None  # the one begun last: the latest piece's
         self.max_head = max_head
         self.fed = 0  # bytes parsed, all told
-        self.stopped = False  # after an upgrade request: the rest is not HTTP/1.1
-        self.head_too_large = False
+        self.stopped = False  # an upgrade request or a refusal: the rest is not parsed
+        self.refusal: Refusal | None = None  # to answer once the requests before it are
+        self.fault: Refusal | None = None  # what a callback refuses (then raises)
+        self.pending: bytes | bytearray = b""  # read, parsed up to ``pos``
+        self.pos = 0
+        self.tail = b""  # an unfinished head's last bytes: its end may straddle two reads
+        self.data_fed = 0  # body bytes in the piece being fed
 
-    def feed(self, data: bytes | bytearray) -> Refusal | None:
-        """Parse ``data``; what to refuse the connection with, or None."""
-        if self.stopped:
-            return None
-        self.fed += len(data)
+    @property
+    def waiting(self) -> bool:
+        """Bytes were read that are not parsed yet (and will be, unless stopped)."""
+        return self.pos < len(self.pending) and not self.stopped
+
+    def full(self) -> bool:
+        """As many requests wait as a connection may queue (by count or by bytes)."""
+        ready = self.ready
+        return bool(ready) and (len(ready) >= MAX_QUEUED
+                                or sum(r.size for r in ready) > MAX_PIPELINED)
+
+    def feed(self, data: bytes | bytearray) -> None:
+        """Take what was read (nothing must be waiting) and parse what the queue has room
+        for; a refusal is kept in ``refusal``."""
+        self.pending, self.pos = data, 0
+        self.drain()
+
+    def drain(self) -> None:
+        """Parse, piece by piece, what waits, until it is all parsed, the queue is full, or
+        the parsing stops."""
+        data = self.pending
+        view = memoryview(data)
+        while self.pos < len(data) and not self.stopped and not self.full():
+            start = self.pos
+            end = self.pos = self._piece_end(data, start)
+            refusal = self._feed(view[start:end], at_end=end == len(data))
+            if refusal is not None:
+                self.refusal = refusal
+                self.stopped = True
+        if self.pos >= len(data) or self.stopped:
+            self.pending, self.pos = b"", 0
+
+    def _piece_end(self, data: bytes | bytearray, start: int) -> int:
+        request = self.parsing
+        if request is not None and request.headers_done:
+            if request.chunked:
+                end = data.find(b"\n", start)
+                return len(data) if end < 0 else end + 1
+            return min(len(data), start + request.body_left)
+        if request is None and data[start] in b"\r\n":
+            # Empty lines before a request line (RFC 9112 §2.2): one piece, however many.
+            return len(data) - len(data[start:].lstrip(b"\r\n"))
+        if self.tail:
+            joined = self.tail + data[start:start + 3]
+            at = joined.find(HEAD_END)
+            if at >= 0:
+                return start + at + 4 - len(self.tail)
+        at = data.find(HEAD_END, start)
+        return len(data) if at < 0 else at + 4
+
+    def _feed(self, piece: memoryview, *, at_end: bool) -> Refusal | None:
+        self.fed += len(piece)
+        self.data_fed = 0
         try:
-            self.parser.feed_data(data)
+            self.parser.feed_data(piece)
         except httptools.HttpParserUpgrade:
             self.stopped = True  # the upgrade request itself is complete and queued
         except httptools.HttpParserCallbackError as error:
-            if self.head_too_large:  # on_url / on_header said so
-                return Refusal(431, f"the request's head (its line and headers) is larger "
-                                    f"than {self.max_head} bytes")
-            return Refusal(400, f"malformed HTTP/1.1 request: {error}")
+            return self.fault or Refusal(400, f"malformed HTTP/1.1 request: {error}")
         except httptools.HttpParserError as error:
             return Refusal(400, f"malformed HTTP/1.1 request: {error}")
+        request = self.last
+        in_head = request is not None and not request.headers_done
+        self.tail = bytes(piece[-3:]) if at_end and (in_head or self.parsing is None) else b""
+        if request is None:
+            return None
+        request.size += len(piece)
+        if in_head and request.size > self.max_head:
+            return Refusal(431, f"the request's head (its line and headers) is larger than "
+                                f"{self.max_head} bytes")
+        if request.chunked and request is self.parsing:
+            return self._count_framing(request, len(piece))
         return None
+
+    def _count_framing(self, request: _Request, size: int) -> Refusal | None:
+        """A chunked body's bytes that are not data, since its last data: chunk-size lines
+        and the trailer section, bounded as a head is."""
+        if self.data_fed:
+            request.framing = size - self.data_fed
+        else:
+            request.framing += size
+        if request.framing <= self.max_head:
+            return None
+        if request.in_chunk_line:
+            return Refusal(400, f"a chunk-size line of the request's body is longer than "
+                                f"{self.max_head} bytes")
+        return Refusal(431, f"the request's trailer section is larger than "
+                            f"{self.max_head} bytes")
 
     # httptools callbacks -------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self.parsing = _Request()
+        self.parsing = self.last = _Request()
 
     def on_url(self, url: bytes) -> None:
         request = self.parsing
@@ -135,41 +253,97 @@ class _Parser:
     def on_header(self, name: bytes, value: bytes) -> None:
         request = self.parsing
         assert request is not None
+        if request.headers_done:
+            # A trailer field: counted (as framing), not passed on (RFC 9110 §6.5.1).
+            return
         self._grow(request, len(name) + len(value) + 4)
         name = name.lower()
         value = value.strip(b" \t")
         request.headers.append((name, value))
         if name == b"expect" and value.lower() == b"100-continue":
             request.expects_continue = True
+        elif name == b"host":
+            request.hosts.append(value)
+        elif name == b"transfer-encoding":
+            request.chunked = True  # llhttp refuses a request whose last coding is not
+        elif name == b"content-length":
+            request.body_left = int(value)  # digits only, and once: llhttp checked
 
     def _grow(self, request: _Request, size: int) -> None:
         request.head_size += size
         if request.head_size > self.max_head:
-            self.head_too_large = True
-            raise ValueError("head too large")  # httptools: HttpParserCallbackError
+            self._refuse(Refusal(431, f"the request's head (its line and headers) is larger "
+                                      f"than {self.max_head} bytes"))
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self.fault = refusal
+        raise ValueError(refusal.message)  # httptools: HttpParserCallbackError
 
     def on_headers_complete(self) -> None:
         request = self.parsing
         assert request is not None
         parser = self.parser
+        request.headers_done = True
         request.method = parser.get_method().decode("ascii").upper()
         request.version = parser.get_http_version()
         request.keep_alive = parser.should_keep_alive()
         request.upgrade = parser.should_upgrade()
+        request.in_chunk_line = request.chunked
+        if request.chunked:
+            request.body_left = 0
         if request.version != "1.1":
             request.expects_continue = False
+        refusal = framing_fault(request)
+        if refusal is not None:
+            self._refuse(refusal)
         self.ready.append(request)
 
     def on_body(self, body: bytes) -> None:
         request = self.parsing
         assert request is not None
         request.body.append(bytes(body))
+        self.data_fed += len(body)
+        if not request.chunked:
+            request.body_left -= len(body)
+
+    def on_chunk_header(self) -> None:
+        request = self.parsing
+        assert request is not None
+        request.in_chunk_line = False  # its data follows, or (the last chunk) the trailers
+
+    def on_chunk_complete(self) -> None:
+        request = self.parsing
+        assert request is not None
+        request.in_chunk_line = True
 
     def on_message_complete(self) -> None:
         request = self.parsing
         assert request is not None
         request.complete = True
         self.parsing = None
+
+
+def framing_fault(request: _Request) -> Refusal | None:
+    """What RFC 9112 refuses in a head llhttp accepts, or None."""
+    if request.version not in ("1.0", "1.1"):
+        if request.version == "0.9":  # llhttp's reading of a request line with no version
+            return Refusal(400, "malformed HTTP/1.1 request: the request line names no HTTP "
+                                "version (HTTP/0.9 is not served)")
+        return Refusal(505, f"HTTP/{request.version} is not served on an HTTP/1.x "
+                            "connection (RFC 9112 §2.3)")
+    if request.version == "1.0" and request.chunked:
+        return Refusal(400, "malformed HTTP/1.1 request: an HTTP/1.0 request with "
+                            "Transfer-Encoding has no reliable framing (RFC 9112 §6.1)")
+    hosts = request.hosts
+    if len(hosts) > 1:
+        return Refusal(400, "malformed HTTP/1.1 request: more than one Host header "
+                            "(RFC 9112 §3.2)")
+    if not hosts and request.version == "1.1":
+        return Refusal(400, "malformed HTTP/1.1 request: no Host header (RFC 9112 §3.2)")
+    if hosts and hosts[0] and _HOST.fullmatch(hosts[0]) is None:
+        return Refusal(400, "malformed HTTP/1.1 request: the Host header is not a host "
+                            "and port (RFC 9112 §3.2)")
+    return None
 
 
 class _DateHeader:
@@ -261,30 +435,35 @@ class Http1Connection:
 
     async def _next_request(self) -> _Request | None:
         """The next request's head (read until it is in), or None: the client went, was
-        idle for keep_alive_timeout, the server stops, or the bytes were not HTTP."""
+        idle for keep_alive_timeout, the server stops, or the bytes were refused (answered
+        here, after every request before them)."""
         parsed = self.parsed
         with trio.move_on_after(self.config.keep_alive_timeout) as self.idle:
             while not parsed.ready:
-                if self.eof or parsed.stopped or self.stopping:
-                    return None
-                refusal = await self._read()
-                if refusal is not None:
+                if parsed.refusal is not None:
                     self.request = _Request()  # none in hand: the refusal answers the bytes
-                    await self._refuse(refusal)
+                    await self._refuse(parsed.refusal)
                     return None
+                if parsed.stopped or self.stopping or (self.eof and not parsed.waiting):
+                    return None
+                await self._read()
         self.idle = None
         return parsed.ready.popleft() if parsed.ready else None
 
-    async def _read(self) -> Refusal | None:
-        """Read once and parse; what to refuse the connection with, or None."""
+    async def _read(self) -> None:
+        """Parse what was read and waits, else read once and parse (a refusal is kept in
+        ``parsed.refusal``). Called only while the queue has room."""
+        if self.parsed.waiting:
+            self.parsed.drain()
+            return
         try:
             data = await self.stream.receive_some(MAX_RECV)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             data = b""
         if not data:
             self.eof = True
-            return None
-        return self.parsed.feed(data)
+            return
+        self.parsed.feed(data)
 
     async def _refuse(self, refusal: Refusal) -> None:
         """Answer a request that cannot be served (the connection then closes)."""
@@ -360,19 +539,19 @@ class Http1Connection:
 
     async def _receive(self) -> dict[str, Any]:
         request = self.request
+        parsed = self.parsed
         if not self.body_sent and not self.response_done:
             while not request.body and not request.complete:
-                if self.eof:
+                if parsed.refusal is not None:  # this body is malformed: answered with it
+                    self.body_refusal = parsed.refusal
+                    self.eof = True
+                if self.eof and not parsed.waiting:
                     return {"type": "http.disconnect"}
                 if request.expects_continue and not self.continue_sent and self.head is None \
                         and self.status == 0:
                     self.continue_sent = True
                     await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                refusal = await self._read()
-                if refusal is not None:  # the body is malformed: answered with this
-                    self.body_refusal = refusal
-                    self.eof = True
-                    return {"type": "http.disconnect"}
+                await self._read()
             chunks = request.body
             body = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
             chunks.clear()
@@ -384,18 +563,16 @@ class Http1Connection:
         return {"type": "http.disconnect"}
 
     async def _watch_client(self) -> None:
-        """Return when the client goes; meanwhile keep what it pipelines (bounded). Most
-        responses are done (and this wait cancelled) before WATCH_AFTER: watching the
+        """Return when the client goes; meanwhile parse what it pipelines, as far as the
+        queue has room (a refusal is answered after this response and the queued ones).
+        Most responses are done (and this wait cancelled) before WATCH_AFTER: watching the
         socket from the start cost a tenth of a trivial request's CPU."""
         await trio.sleep(WATCH_AFTER)
-        fed_before = self.parsed.fed
+        parsed = self.parsed
         while not self.eof and not self.response_done:
-            if self.parsed.stopped or self.parsed.fed - fed_before > MAX_PIPELINED:
+            if parsed.stopped or parsed.full():
                 await trio.sleep_forever()  # cancelled when the app ends
-            refusal = await self._read()
-            if refusal is not None:  # garbage after this request: answer it, then close
-                self.keep = False
-                self.parsed.stopped = True
+            await self._read()
         if not self.response_done:
             self.keep = False
 

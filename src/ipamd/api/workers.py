@@ -17,6 +17,7 @@ The worker's side: ``MainLimits``, ``MainDhcp``, ``apply_push``. The main proces
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -24,6 +25,9 @@ from typing import Any, Protocol
 from ipamd.api.ratelimit import SlidingWindow
 from ipamd.ops import metrics
 from ipamd.state import AppState, MainProcess
+
+# Refusals a worker remembers (MainLimits), one per client and limit: a bound on its memory.
+MAX_REMEMBERED = 10_000
 
 
 class Limiter(Protocol):
@@ -43,14 +47,32 @@ class LocalLimits:
 
 
 class MainLimits:
-    """A worker's limits: the main process's window, one for every worker."""
+    """A worker's limits: the main process's window, one for every worker.
+
+    A refusal is remembered until it ends: a window that is full stays full until its oldest
+    request leaves it (refused requests are not counted, and no worker can add one), so a
+    client refused for ``wait`` seconds is refused here meanwhile without a round trip to
+    the main process per request (issue 48: a flood of refused requests)."""
 
     def __init__(self, main: MainProcess) -> None:
         self.main = main
+        self.refused_until: dict[str, float] = {}
 
     async def hit(self, client: str, limit: int) -> float | None:
+        now = time.monotonic()
+        until = self.refused_until.get(client)
+        if until is not None:
+            if now < until:
+                return until - now
+            del self.refused_until[client]
         wait = await self.main.call("rate_limit", {"client": client, "limit": limit})
-        return None if wait is None else float(wait)
+        if wait is None:
+            return None
+        if len(self.refused_until) >= MAX_REMEMBERED:
+            self.refused_until = {c: t for c, t in self.refused_until.items() if t > now}
+        if len(self.refused_until) < MAX_REMEMBERED:
+            self.refused_until[client] = now + float(wait)
+        return float(wait)
 
 
 class MainDhcp:
