@@ -26,7 +26,8 @@ BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client 
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 # The image build (image/build.sh) and its boot test run on the build host, never in CI.
 # gcc, python3-dev, python3-venv: the image's compiled DHCP hot path is built on the host.
-IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal gcc python3-dev python3-venv
+# apt-utils: apt-ftparchive indexes a build's recorded .debs for `make image FROM=`.
+IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal gcc python3-dev python3-venv apt-utils
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
@@ -119,9 +120,11 @@ ha-lab: venv compiled
 tarball:
 	./image/tarball.sh
 
-# The appliance image from locked inputs into build/image/ (see image/README.md); root.
+# The appliance image into build/image/ (see image/README.md); root. The Debian packages as the
+# mirror has them today; FROM=<a build's debs/ or a tarball of it>: the same image again from
+# those recorded inputs, no mirror; LOCK=<a packages.lock>: exactly its versions from the mirror.
 image: system-image
-	./image/build.sh
+	FROM="$(FROM)" LOCK="$(LOCK)" ./image/build.sh
 
 # Two builds from two clean clones of this commit; identical SHA256SUMS or a diff.
 image-verify: system-image

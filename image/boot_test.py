@@ -167,6 +167,14 @@ def main() -> int:
         wait("ipamd back after the restore, lease kept",
              lambda: ns(BOX, venv_python, "-c", LEASES, secret, check=False).stdout.strip()
              == f"{address}=active", 60, started)
+        # The same on a running appliance without stopping ipamd first: the box's `ipamd`
+        # ($IPAMD_SUPERVISOR) stops the ipamd program for the restore and starts it again.
+        made = sh("podman", "exec", container, "ipamd", "restore", "/var/lib/ipamd/boot.backup")
+        print(f"  restore (ipamd running): {made.stdout.strip().splitlines()[-1]}")
+        started = time.monotonic()
+        wait("ipamd back after the restore on a running appliance, lease kept",
+             lambda: ns(BOX, venv_python, "-c", LEASES, secret, check=False).stdout.strip()
+             == f"{address}=active", 60, started)
         # A new container on the same data volume (what an upgrade does): everything kept.
         sh("podman", "rm", "-f", "-t", "10", container)
         started = time.monotonic()

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# `make image`: the appliance image from locked inputs only, the same bytes for the same commit.
+# `make image`: the appliance image, the same bytes for the same commit and the same packages.
 #
 #   image/build.sh            → build/image/: ipamd-<ver>-oci.tar (podman/docker load),
 #                               ipamd-<ver>-disk.raw (the VM disk: image/vmdisk.sh),
-#                               packages.lock (the Debian set used), SHA256SUMS
+#                               packages.lock (the Debian set used), SHA256SUMS,
+#                               debs/ (the build's inputs: every .deb installed, with hashes)
+#   FROM=build/image/debs image/build.sh
+#                             → the same image again from a build's recorded inputs only
+#                               (a directory like debs/ or a tarball of it): no Debian mirror
+#   LOCK=file image/build.sh  → exactly the versions of a packages.lock from the mirror, or
+#                               one line naming the first one the mirror no longer has
 #
 # One root file system makes both: the container is the tree without the kernel (/boot,
 # /usr/lib/modules); the VM disk is the whole tree on ext4 behind a syslinux boot partition.
 #
 # Inputs: this commit's tree (git archive HEAD; uncommitted changes are not in the image), the
-# Debian 12 packages named in image/packages*.txt at the exact versions of image/packages.lock
-# (when present; else the mirror's current ones, recorded in build/image/packages.lock to
-# commit), the Python environment from requirements.lock (hashes). The build host's own
-# registry settings (apt sources, pip configuration, certificates) are used for the build
-# only: bound into the tree while pip runs, never copied into the image.
+# Debian 12 packages named in image/packages.txt as the mirror has them today (Debian's mirror
+# keeps only current versions, so no lock is committed: each build records the exact set it
+# used in packages.lock and the .deb files themselves in debs/, which rebuild it with FROM=),
+# the Python environment from requirements.lock (hashes). The build host's own registry
+# settings (apt sources, pip configuration, certificates) are used for the build only: bound
+# into the tree while pip runs, never copied into the image.
 # SOURCE_DATE_EPOCH is the commit's time; every file time is clamped to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,11 +36,22 @@ tag="$version-$(git rev-parse --short=12 "$commit")"
 out=${IMAGE_OUT:-$here/build/image}
 work=${IMAGE_WORK:-$here/build/image-work}
 sources=${IMAGE_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
-[ -r "$sources" ] || die "no apt sources at $sources (set IMAGE_APT_SOURCES)"
-rm -rf "$out" "$work"
-mkdir -p "$out" "$work"
+from=${FROM:-} lock=${LOCK:-}
+[ -z "$from" ] || [ -z "$lock" ] || die "FROM= and LOCK= exclude each other (FROM has its lock)"
+[ -n "$from" ] || [ -r "$sources" ] || die "no apt sources at $sources (set IMAGE_APT_SOURCES)"
 export LC_ALL=C.UTF-8 TZ=UTC
 umask 022
+rm -rf "$work"
+mkdir -p "$work"
+if [ -n "$from" ]; then
+  # Copied first: FROM may be inside $out (build/image/debs), which is made anew below.
+  image/inputs.sh load "$from" "$work/from" "$commit" || die "FROM=$from: not usable (above)"
+fi
+if [ -n "$lock" ]; then
+  cp "$lock" "$work/lock" || die "LOCK=$lock: cannot read it"
+fi
+rm -rf "$out"
+mkdir -p "$out"
 
 git archive --format=tar --prefix=ipamd/ "$commit" > "$work/src.tar"
 git show "$commit:image/rootfs/etc/postgresql-common/createcluster.conf" > "$work/createcluster.conf"
@@ -55,14 +73,25 @@ tar -C "$work/compile" -xf "$work/src.tar"
   || die "compiling the DHCP hot path failed"
 
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$@"; }
-wanted=$(names image/packages.txt)
-if [ -f image/packages.lock ]; then
-  # Exactly the recorded versions of every package (the whole closure, not just the names).
-  include=$(names image/packages.lock | tr '\n' ',')
-else
-  echo "image/build.sh: no image/packages.lock yet: resolving from the mirror (commit the" \
-       "build/image/packages.lock this writes)" >&2
-  include=$(echo $wanted | tr ' ' ',')
+# The names, as the commit has them: apt resolves them (and their dependencies) against the
+# mirror; from FROM's local repository (only the recorded versions) it resolves the same set.
+include=$(git show "$commit:image/packages.txt" | names | tr '\n' ',')
+mirror=("$sources")
+hooks=(--skip=essential/unlink  # the essential .debs stay in the cache: debs/ keeps them
+       --customize-hook="$here/image/inputs.sh record \"\$1\" $out/debs")
+if [ -n "$lock" ]; then
+  # Exactly a lock's versions (the whole closure): first a one-line check that the mirror
+  # still has every one of them (image/lockcheck.py), not mmdebstrap's page of pins.
+  python3 image/lockcheck.py --sources "$sources" --refresh "make image" "$work/lock" \
+    || die "LOCK=$lock cannot be installed from $sources (above)"
+  include=$(names "$work/lock" | tr '\n' ',')
+elif [ -n "$from" ]; then
+  # The recorded .debs as a local repository, bound at the same path inside the tree (apt
+  # runs inside it for all but the essential set); no other source is given to mmdebstrap.
+  repo=$work/from
+  mirror=("deb [trusted=yes] file://$repo ./")
+  hooks=(--setup-hook="$here/image/inputs.sh mount \"\$1\" $repo"
+         --customize-hook="$here/image/inputs.sh unmount \"\$1\" $repo")
 fi
 
 # The host's pip settings, bound read-only into the tree while pip runs.
@@ -72,22 +101,33 @@ env | grep '^PIP_' > "$work/pip-env" || true
 rootfs="$work/rootfs"
 mmdebstrap --mode=root --variant=apt --format=directory \
   --include="$include" \
-  --dpkgopt=force-confold --dpkgopt=force-confdef \
+  --dpkgopt=force-confold --dpkgopt=force-confdef "${hooks[@]}" \
   --setup-hook='mkdir -p "$1/etc/postgresql-common"' \
   --setup-hook="cp $work/createcluster.conf \"\$1/etc/postgresql-common/\"" \
   --setup-hook='mkdir -p "$1/etc/initramfs-tools/conf.d"' \
   --setup-hook="cp $work/initramfs.conf \"\$1/etc/initramfs-tools/conf.d/ipamd\"" \
   --customize-hook="$here/image/customize.sh \"\$1\" $work" \
-  bookworm "$rootfs" "$sources"
+  bookworm "$rootfs" "${mirror[@]}"
 
 chroot "$rootfs" dpkg-query -W -f '${Package}=${Version}\n' | LC_ALL=C sort > "$out/packages.lock"
-if [ -f image/packages.lock ] && ! cmp -s image/packages.lock "$out/packages.lock"; then
-  diff image/packages.lock "$out/packages.lock" >&2 || true
-  die "the installed set differs from image/packages.lock"
+expected=${lock:+$work/lock}
+expected=${expected:-${from:+$work/from/packages.lock}}
+if [ -n "$expected" ] && ! cmp -s <(names "$expected" | LC_ALL=C sort) "$out/packages.lock"; then
+  diff <(names "$expected" | LC_ALL=C sort) "$out/packages.lock" >&2 || true
+  die "the installed set differs from ${lock:-$from/packages.lock}"
 fi
+if [ -n "$from" ]; then
+  image/inputs.sh copy "$work/from" "$out/debs"  # the same inputs, beside the same image
+fi
+# Every installed package's .deb is in debs/ (and nothing else), hashed: the inputs are whole.
+image/inputs.sh seal "$out/debs" "$out/packages.lock" "$commit" || die "debs/ is not the installed set"
 
 chmod 0755 "$rootfs"  # made under the build's umask; / of the image is 0755
 find "$rootfs" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch -h -d "@$SOURCE_DATE_EPOCH"
+# A directory's time is that of the last package that unpacked or added to it: it follows the
+# order apt installs in, which follows the order of the package indexes (the mirror's or FROM's
+# local repository's), not the packages. Every directory gets the epoch: the same tree either way.
+find "$rootfs" -type d -print0 | xargs -0r touch -h -d "@$SOURCE_DATE_EPOCH"
 tar_rootfs() {  # $1 = output; further args = --exclude patterns
   local target=$1; shift
   tar "$@" --sort=name --format=pax --numeric-owner --owner=0 --group=0 \
@@ -103,6 +143,8 @@ rm -f "$work/container.tar"
 # The VM disk: the whole tree (image/vmdisk.sh; ids from the commit).
 image/vmdisk.sh "$rootfs" "$out/ipamd-$tag-disk.raw" "$commit"
 
-(cd "$out" && sha256sum -- * > SHA256SUMS)
+(cd "$out" && sha256sum -- *.tar *.raw packages.lock > SHA256SUMS)
 rm -rf "$work"
 cat "$out/SHA256SUMS"
+echo "image/build.sh: inputs in $out/debs ($(find "$out/debs" -name '*.deb' | wc -l) .debs);" \
+     "rebuild with: make image FROM=<a copy of that directory>" >&2

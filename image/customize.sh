@@ -68,10 +68,12 @@ from ipamd.cli import main
 
 sys.exit(main())
 EOF
-# On the box `ipamd token`, `ipamd backup` … find the appliance's configuration by default.
+# On the box `ipamd token`, `ipamd backup` … find the appliance's configuration by default,
+# and `ipamd restore` stops and starts supervisor's ipamd program itself (empty: it does not).
 cat > "$root/usr/local/bin/ipamd" <<'EOF'
 #!/bin/sh
 export IPAMD_CONFIG="${IPAMD_CONFIG:-/etc/ipamd/ipamd.toml}"
+export IPAMD_SUPERVISOR="${IPAMD_SUPERVISOR-/etc/ipamd/supervisord.conf}"
 exec /opt/ipamd/.venv/bin/ipamd "$@"
 EOF
 chmod 0755 "$root/opt/ipamd/.venv/bin/ipamd" "$root/usr/local/bin/ipamd"

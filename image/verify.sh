@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make image-verify`: build this commit twice, from two clean clones in different places,
-# and compare. Same SHA256SUMS (the OCI archive and the VM disk) → reproducible; else show
-# where the outputs differ: every file of the two images' layers (name, mode, owner, time,
-# content hash) side by side, and for the VM disks which partition's bytes differ and where.
+# and compare. Same SHA256SUMS (the OCI archive, the VM disk, packages.lock) → reproducible;
+# else show where the outputs differ: the packages (when the mirror changed between), every
+# file of the two images' layers (name, mode, owner, time, content hash) side by side, and
+# for the VM disks which partition's bytes differ and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 commit=$(git rev-parse --verify 'HEAD^{commit}')
@@ -23,6 +24,10 @@ if cmp -s "$a/SHA256SUMS" "$b/SHA256SUMS"; then
   exit 0
 fi
 echo "image-verify: the builds DIFFER" >&2
+if ! cmp -s "$a/packages.lock" "$b/packages.lock"; then
+  echo "== the mirror changed between the builds (packages.lock):" >&2
+  diff "$a/packages.lock" "$b/packages.lock" >&2 || true
+fi
 for n in 1 2; do
   python3 image/oci.py --list "$base/clone-$n/build/image/"*-oci.tar > "$base/files-$n"
 done
