@@ -216,7 +216,15 @@ async def _seed_v6(admin: httpx.AsyncClient) -> dict[str, str]:
 
     prefix_id = await made("/prefixes", {"cidr": "2001:db8:20::/48"})
     sid = await made("/subnets", {"prefix_id": prefix_id, "cidr": "2001:db8:20:1::/64"})
+    pd_pool_id = await made(f"/subnets/{sid}/pd-pools", {
+        "name": "cpe", "prefix": "2001:db8:20:100::/56", "delegated_length": 60})
     return {
+        "pd_pool_id": pd_pool_id,
+        "pd_exclude_id": await made(f"/pd-pools/{pd_pool_id}/excludes", {
+            "prefix": "2001:db8:20:100::/60"}),
+        "pd_reservation_id": await made(f"/pd-pools/{pd_pool_id}/reservations", {
+            "prefix": "2001:db8:20:110::/60", "duid": "00:03:00:01:02:00:00:00:00:60"}),
+        "prefix": "2001:db8:20:120::/60",
         "subnet_id": sid, "prefix_id": prefix_id,
         "pool_id": await made(f"/subnets/{sid}/pools", {
             "name": "dyn", "start_ip": "2001:db8:20:1::1000", "end_ip": "2001:db8:20:1::ffff"}),
@@ -235,9 +243,10 @@ async def _seed_v6(admin: httpx.AsyncClient) -> dict[str, str]:
 
 
 async def test_ipv6_objects_survive_the_hostile_corpus(appliance, admin, tokens) -> None:
-    """The same corpus over every operation on an IPv6 subnet and its children (issue 49)."""
+    """The same corpus over every operation on an IPv6 subnet and its children, delegation
+    pools included (issue 49)."""
     ids = await _seed_v6(admin)
     scoped = ("{subnet_id}", "{prefix_id}", "{pool_id}", "{exclude_id}", "{reservation_id}",
-              "{assignment_id}", "{option_id}")
+              "{assignment_id}", "{option_id}", "{pd_")
     sent = await _survey(admin, ids, lambda path: any(name in path for name in scoped))
     assert sent > 1000

@@ -36,6 +36,7 @@ from ipamd.api.routes import (
     license,
     netbox,
     options,
+    pd_pools,
     pools,
     prefixes,
     reservations,
@@ -76,6 +77,7 @@ ROUTERS += [
     reservations.router, assignments.router, options.router, client_classes.router,
     search.router, netbox.router, license.router,
 ]
+ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (issue 49)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # A request's scope extension (Gate): set once its body may be read.

@@ -28,6 +28,18 @@ CONSTRAINTS: dict[str, tuple[int, str]] = {
     ),
     "pools_one_family": (422, "start_ip/end_ip: both ends must be of one address family"),
     "excludes_one_family": (422, "start_ip/end_ip: both ends must be of one address family"),
+    "pd_pools_ipv6": (422, "prefix: a delegation pool is an IPv6 prefix"),
+    "pd_pools_length": (
+        422, "delegated_length: longer than the pool's prefix length and at most 128"
+    ),
+    "pd_pools_no_overlap": (409, "prefix: overlaps another delegation pool of the tenant"),
+    "pd_excludes_no_overlap": (409, "prefix: overlaps another exclude of the delegation pool"),
+    "pd_reservations_pool_prefix": (
+        409, "prefix: the delegation pool already has a reservation for this prefix"
+    ),
+    "pd_reservations_pool_duid": (
+        409, "duid: the delegation pool already has a reservation for this DUID"
+    ),
     "pools_no_overlap": (409, "start_ip/end_ip: the range overlaps another pool of the subnet"),
     "excludes_no_overlap": (
         409, "start_ip/end_ip: the range overlaps another exclude of the subnet"

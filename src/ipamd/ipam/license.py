@@ -17,7 +17,9 @@ from ipamd.core.errors import LicenseLimit
 
 LICENSE_LOCK = 0x1BA3E  # advisory lock key; MIGRATION_LOCK is 0x1BA3D
 
-_COUNT = """SELECT (SELECT count(*) FROM reservations) AS reservations,
+# Reservations of delegated prefixes (pd_reservations, IPv6 IA_PD) are reservations too.
+_COUNT = """SELECT (SELECT count(*) FROM reservations)
+                   + (SELECT count(*) FROM pd_reservations) AS reservations,
                    (SELECT count(*) FROM assignments) AS assignments"""
 
 

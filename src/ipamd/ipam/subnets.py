@@ -340,6 +340,7 @@ async def delete(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID) -> 
                   (SELECT count(*) FROM reservations WHERE subnet_id = $1) AS reservation,
                   (SELECT count(*) FROM assignments WHERE subnet_id = $1) AS assignment,
                   (SELECT count(*) FROM dhcp_options WHERE subnet_id = $1) AS option,
+                  (SELECT count(*) FROM pd_pools WHERE subnet_id = $1) AS "delegation pool",
                   (SELECT count(*) FROM leases WHERE subnet_id = $1
                       AND {LIVE_SQL}) AS "live lease"
         """,

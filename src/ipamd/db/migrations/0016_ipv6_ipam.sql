@@ -16,3 +16,46 @@ ALTER TABLE excludes ADD CONSTRAINT excludes_one_family CHECK (family(start_ip) 
 
 -- The DUID is unique per subnet (reservations_subnet_duid, 0002), compared in the one form
 -- the API stores (core/identifiers.duid: lowercase colon-separated hex).
+
+-- Delegation pools (issue 49, point 2; RFC 8415 IA_PD): a prefix of the subnet's tenant cut
+-- into delegated prefixes of one length (ipam/pd_pools.py). tenant_id is the subnet's, kept
+-- here so the exclusion constraint can judge overlaps per tenant (separate address spaces).
+CREATE TABLE pd_pools (
+    id               uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
+    tenant_id        uuid NOT NULL REFERENCES tenants (id),
+    subnet_id        uuid NOT NULL REFERENCES subnets (id),
+    name             text NOT NULL,
+    prefix           cidr NOT NULL,
+    delegated_length integer NOT NULL,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT pd_pools_ipv6 CHECK (family(prefix) = 6),
+    CONSTRAINT pd_pools_length CHECK (delegated_length > masklen(prefix) AND delegated_length <= 128),
+    CONSTRAINT pd_pools_no_overlap EXCLUDE USING gist (tenant_id WITH =, prefix inet_ops WITH &&)
+);
+CREATE INDEX pd_pools_subnet ON pd_pools (subnet_id);
+
+-- Excluded delegated prefixes: a CIDR inside the pool covering 2^(delegated_length - its
+-- length) of them; they never overlap within a pool.
+CREATE TABLE pd_excludes (
+    id         uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
+    pd_pool_id uuid NOT NULL REFERENCES pd_pools (id),
+    prefix     cidr NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT pd_excludes_no_overlap EXCLUDE USING gist (pd_pool_id WITH =, prefix inet_ops WITH &&)
+);
+
+-- One delegated prefix for one DUID; both unique per pool. They count against the license cap.
+CREATE TABLE pd_reservations (
+    id         uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
+    pd_pool_id uuid NOT NULL REFERENCES pd_pools (id),
+    prefix     cidr NOT NULL,
+    duid       text NOT NULL,
+    hostname   text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT pd_reservations_pool_prefix UNIQUE (pd_pool_id, prefix),
+    CONSTRAINT pd_reservations_pool_duid UNIQUE (pd_pool_id, duid)
+);
+CREATE INDEX pd_reservations_duid ON pd_reservations (duid);
