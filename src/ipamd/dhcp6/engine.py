@@ -39,7 +39,7 @@ FQDN answer (option 39) and DDNS, Reconfigure.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from ipaddress import IPv6Address, IPv6Network
@@ -66,11 +66,15 @@ from ipamd.dhcp6.validate import validate
 
 MAX_PROBES = 64  # hashed positions tried per pool before giving up on it (or scanning it)
 SCAN_LIMIT = 4096  # pools (or delegation pools) this small are scanned whole after probing
+MAX_IAS = 16  # IA_NA plus IA_PD per message: clients send one or two; more is an attack
+MAX_RETIRED = 8  # addresses/prefixes per IA handed back with lifetimes 0 in one reply
 T = TypeVar("T")
 
 DROP_REASONS = VALIDATION_DROPS | {
     "no_link",  # the relay's link-address (or the interface) names no IPv6 subnet
     "nothing_to_confirm",  # a Confirm without addresses (§18.3.3: no reply)
+    "too_many_ias",  # more than MAX_IAS IA options: one message would take a pool's worth
+    "duplicate_iaid",  # two IAs of one type with one IAID (RFC 8415 §12: unique per type)
 }
 
 
@@ -138,8 +142,22 @@ def decide(message: Message, link: Link | None, bindings: Bindings, server_duid:
     duid = message.client_duid
     if link is None or duid is None:  # validate() saw to the Client Identifier
         return Decision(drop="no_link")
+    ia_nas, ia_pds = message.ia_nas, message.ia_pds
+    if len(ia_nas) + len(ia_pds) > MAX_IAS:
+        return Decision(drop="too_many_ias")
+    if _repeats(ia.iaid for ia in ia_nas) or _repeats(ia.iaid for ia in ia_pds):
+        return Decision(drop="duplicate_iaid")
     tx = _Tx(message, duid, link, bindings, server_duid, now)
     return _HANDLERS[message.msg_type](tx)
+
+
+def _repeats(iaids: Iterable[int]) -> bool:
+    seen: set[int] = set()
+    for iaid in iaids:
+        if iaid in seen:
+            return True
+        seen.add(iaid)
+    return False
 
 
 # --------------------------------------------------------------------------- messages
@@ -252,7 +270,8 @@ def _assign_na(tx: _Tx, ia: IaNa) -> IaNa:
     given: list[Option] = [IaAddress(address, lifetimes.preferred, lifetimes.valid)]
     if tx.commit:  # what else the client listed or held is not its to use (lifetimes 0)
         others = {a.address for a in ia.addresses} | held
-        given += [IaAddress(other, 0, 0) for other in sorted(others - {address})]
+        retired = sorted(others - {address})[:MAX_RETIRED]
+        given += [IaAddress(other, 0, 0) for other in retired]
     return IaNa(ia.iaid, t1, t2, tuple(given))
 
 
@@ -271,7 +290,7 @@ def _assign_pd(tx: _Tx, ia: IaPd) -> IaPd:
                                     prefix.network_address)]
     if tx.commit:
         given += [IaPrefix(0, 0, old.prefixlen, old.network_address)
-                  for old in sorted(held - {prefix})]
+                  for old in sorted(held - {prefix})[:MAX_RETIRED]]
     return IaPd(ia.iaid, t1, t2, tuple(given))
 
 
@@ -375,7 +394,7 @@ def _extend_na(tx: _Tx, ia: IaNa, *, rebind: bool) -> IaNa:
     listed = [a.address for a in ia.addresses]
     if not bound:
         if rebind and listed and not any(a in network for a in listed):
-            return IaNa(ia.iaid, 0, 0, tuple(IaAddress(a, 0, 0) for a in listed))
+            return IaNa(ia.iaid, 0, 0, tuple(IaAddress(a, 0, 0) for a in listed[:MAX_RETIRED]))
         return IaNa(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_BINDING, "no binding for this IA"),))
     lifetimes = tx.link.lifetimes
     given: list[Option] = []
@@ -383,7 +402,7 @@ def _extend_na(tx: _Tx, ia: IaNa, *, rebind: bool) -> IaNa:
         tx.change(ChangeKind.RENEW, IaType.NA, ia.iaid, binding.address, 128)
         given.append(IaAddress(binding.address, lifetimes.preferred, lifetimes.valid))
     held = {b.address for b in bound}
-    given += [IaAddress(a, 0, 0) for a in listed if a not in held]
+    given += [IaAddress(a, 0, 0) for a in listed if a not in held][:MAX_RETIRED]
     t1, t2 = lifetimes.timers()
     return IaNa(ia.iaid, t1, t2, tuple(given))
 
@@ -397,7 +416,7 @@ def _extend_pd(tx: _Tx, ia: IaPd, *, rebind: bool) -> IaPd:
     if not bound:
         if rebind and listed and not any(link.pd_pool_of(n) for n in listed):
             return IaPd(ia.iaid, 0, 0, tuple(IaPrefix(0, 0, n.prefixlen, n.network_address)
-                                             for n in listed))
+                                             for n in listed[:MAX_RETIRED]))
         return IaPd(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_BINDING, "no binding for this IA"),))
     lifetimes = tx.link.lifetimes
     given: list[Option] = []
@@ -406,7 +425,8 @@ def _extend_pd(tx: _Tx, ia: IaPd, *, rebind: bool) -> IaPd:
         given.append(IaPrefix(lifetimes.preferred, lifetimes.valid, binding.prefix_length,
                               binding.address))
     held = {b.prefix for b in bound}
-    given += [IaPrefix(0, 0, n.prefixlen, n.network_address) for n in listed if n not in held]
+    given += [IaPrefix(0, 0, n.prefixlen, n.network_address)
+              for n in listed if n not in held][:MAX_RETIRED]
     t1, t2 = lifetimes.timers()
     return IaPd(ia.iaid, t1, t2, tuple(given))
 
