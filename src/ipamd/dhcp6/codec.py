@@ -81,8 +81,8 @@ class Message(_Options):
     options: list[Option] = field(default_factory=list)
 
     def to_bytes(self) -> bytes:
-        if not 0 <= self.transaction_id < 1 << 24:
-            raise ValueError("a transaction-id is three octets")
+        if not 0 <= self.msg_type <= 0xFF or not 0 <= self.transaction_id < 1 << 24:
+            raise ValueError("a msg-type is one octet and a transaction-id three")
         head = ((self.msg_type << 24) | self.transaction_id).to_bytes(4, "big")
         return head + encode_options(self.options)
 
@@ -140,6 +140,8 @@ class RelayMessage(_Options):
     options: list[Option] = field(default_factory=list)
 
     def to_bytes(self) -> bytes:
+        if not 0 <= self.msg_type <= 0xFF or not 0 <= self.hop_count <= 0xFF:
+            raise ValueError("a msg-type and a hop-count are one octet each")
         head = _RELAY_HEAD.pack(self.msg_type, self.hop_count, self.link_address.packed,
                                 self.peer_address.packed)
         return head + encode_options(self.options)

@@ -39,7 +39,7 @@ FQDN answer (option 39) and DDNS, Reconfigure.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from ipaddress import IPv6Address, IPv6Network
@@ -257,12 +257,13 @@ def _assign_all(tx: _Tx) -> list[Option]:
 
 
 def _assign_na(tx: _Tx, ia: IaNa) -> IaNa:
-    address = _pick_address(tx, ia)
+    bound = tx.bindings.of(tx.duid, ia.iaid, IaType.NA, tx.now)
+    address = _pick_address(tx, ia, bound)
     if address is None:
         return IaNa(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_ADDRS_AVAIL, "no addresses available"),))
     tx.taken.add((int(address), 128))
     lifetimes = tx.link.lifetimes
-    held = {b.address for b in tx.bindings.of(tx.duid, ia.iaid, IaType.NA, tx.now)}
+    held = {b.address for b in bound}
     if tx.commit:
         kind = ChangeKind.RENEW if address in held else ChangeKind.GRANT
         tx.change(kind, IaType.NA, ia.iaid, address, 128)
@@ -276,12 +277,13 @@ def _assign_na(tx: _Tx, ia: IaNa) -> IaNa:
 
 
 def _assign_pd(tx: _Tx, ia: IaPd) -> IaPd:
-    prefix = _pick_prefix(tx, ia)
+    bound = tx.bindings.of(tx.duid, ia.iaid, IaType.PD, tx.now)
+    prefix = _pick_prefix(tx, ia, bound)
     if prefix is None:
         return IaPd(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_PREFIX_AVAIL, "no prefixes available"),))
     tx.taken.add((int(prefix.network_address), prefix.prefixlen))
     lifetimes = tx.link.lifetimes
-    held = {b.prefix for b in tx.bindings.of(tx.duid, ia.iaid, IaType.PD, tx.now)}
+    held = {b.prefix for b in bound}
     if tx.commit:
         kind = ChangeKind.RENEW if prefix in held else ChangeKind.GRANT
         tx.change(kind, IaType.PD, ia.iaid, prefix.network_address, prefix.prefixlen)
@@ -294,13 +296,13 @@ def _assign_pd(tx: _Tx, ia: IaPd) -> IaPd:
     return IaPd(ia.iaid, t1, t2, tuple(given))
 
 
-def _pick_address(tx: _Tx, ia: IaNa) -> IPv6Address | None:
+def _pick_address(tx: _Tx, ia: IaNa, bound: Sequence[Binding]) -> IPv6Address | None:
     link, duid = tx.link, tx.duid
     reservation = link.reservation(duid)
     if reservation is not None and reservation.address is not None \
             and _free(tx, ia.iaid, IaType.NA, reservation.address, 128):
         return reservation.address
-    for binding in tx.bindings.of(duid, ia.iaid, IaType.NA, tx.now):
+    for binding in bound:
         if binding.address in link.network and _assignable(tx, ia.iaid, binding.address):
             return binding.address
     for hint in ia.addresses:
@@ -314,13 +316,13 @@ def _pick_address(tx: _Tx, ia: IaNa) -> IPv6Address | None:
     return None
 
 
-def _pick_prefix(tx: _Tx, ia: IaPd) -> IPv6Network | None:
+def _pick_prefix(tx: _Tx, ia: IaPd, bound: Sequence[Binding]) -> IPv6Network | None:
     link, duid = tx.link, tx.duid
     reservation = link.reservation(duid)
     if reservation is not None and reservation.prefix is not None \
             and _prefix_free(tx, ia.iaid, reservation.prefix):
         return reservation.prefix
-    for binding in tx.bindings.of(duid, ia.iaid, IaType.PD, tx.now):
+    for binding in bound:
         if link.pd_pool_of(binding.prefix) and _prefix_assignable(tx, ia.iaid, binding.prefix):
             return binding.prefix
     for hint in ia.prefixes:

@@ -393,8 +393,12 @@ def test_a_relay_reply_nests_the_reply():
 
 
 def test_building_refuses_what_the_wire_cannot_hold():
-    with pytest.raises(ValueError, match="three octets"):
+    with pytest.raises(ValueError, match="transaction-id three"):
         Message(1, 1 << 24).to_bytes()
+    with pytest.raises(ValueError, match="msg-type is one octet"):
+        Message(256, 1).to_bytes()
+    with pytest.raises(ValueError, match="hop-count are one octet"):
+        RelayMessage(12, 256, IPv6Address(0), IPv6Address(0)).to_bytes()
     with pytest.raises(ValueError, match="65535"):
         Message(1, 1, [o.RawOption(99, bytes(65536))]).to_bytes()
 
