@@ -6,8 +6,9 @@ the receiver's job (§6 rule 6: it accepts the old and the new secret while the 
 
 webhook-id / webhook-timestamp / webhook-signature follow the Standard Webhooks scheme:
 v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>; during a rotation it carries the
-current and the previous secret's, space-separated, as that format allows. The key is the secret's bytes, or for a `whsec_<base64>` secret the decoded bytes, so
-the standardwebhooks libraries verify with the secret as it is.
+current and the previous secret's, space-separated, as that format allows. The key is the
+secret's bytes, or for a `whsec_<base64>` secret the decoded bytes, so the standardwebhooks
+libraries verify with the secret as it is.
 """
 
 from __future__ import annotations
