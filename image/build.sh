@@ -49,6 +49,11 @@ if [ -n "$from" ]; then
 fi
 if [ -n "$lock" ]; then
   cp "$lock" "$work/lock" || die "LOCK=$lock: cannot read it"
+  # Exactly a lock's versions (the whole closure): first a one-line check that the mirror
+  # still has every one of them (image/lockcheck.py), not mmdebstrap's page of pins; before
+  # anything is built or the last build's output removed.
+  python3 image/lockcheck.py --sources "$sources" --refresh "make image (without LOCK=)" \
+    "$lock" || exit 1
 fi
 rm -rf "$out"
 mkdir -p "$out"
@@ -80,11 +85,7 @@ mirror=("$sources")
 hooks=(--skip=essential/unlink  # the essential .debs stay in the cache: debs/ keeps them
        --customize-hook="$here/image/inputs.sh record \"\$1\" $out/debs")
 if [ -n "$lock" ]; then
-  # Exactly a lock's versions (the whole closure): first a one-line check that the mirror
-  # still has every one of them (image/lockcheck.py), not mmdebstrap's page of pins.
-  python3 image/lockcheck.py --sources "$sources" --refresh "make image" "$work/lock" \
-    || die "LOCK=$lock cannot be installed from $sources (above)"
-  include=$(names "$work/lock" | tr '\n' ',')
+  include=$(names "$work/lock" | tr '\n' ',')  # checked above
 elif [ -n "$from" ]; then
   # The recorded .debs as a local repository, bound at the same path inside the tree (apt
   # runs inside it for all but the essential set); no other source is given to mmdebstrap.
