@@ -188,7 +188,7 @@ class _Parser:
             if request.chunked:
                 end = data.find(b"\n", start)
                 return len(data) if end < 0 else end + 1
-            return min(len(data), start + request.body_left)
+            return min(len(data), start + max(request.body_left, 1))
         if request is None and data[start] in b"\r\n":
             # Empty lines before a request line (RFC 9112 §2.2): one piece, however many.
             return len(data) - len(data[start:].lstrip(b"\r\n"))
@@ -203,6 +203,7 @@ class _Parser:
     def _feed(self, piece: memoryview, *, at_end: bool) -> Refusal | None:
         self.fed += len(piece)
         self.data_fed = 0
+        in_body = self.parsing is not None and self.parsing.headers_done
         try:
             self.parser.feed_data(piece)
         except httptools.HttpParserUpgrade:
@@ -220,7 +221,7 @@ class _Parser:
         if in_head and request.size > self.max_head:
             return Refusal(431, f"the request's head (its line and headers) is larger than "
                                 f"{self.max_head} bytes")
-        if request.chunked and request is self.parsing:
+        if in_body and request.chunked and request is self.parsing:
             return self._count_framing(request, len(piece))
         return None
 
