@@ -69,8 +69,11 @@ async def _pool_plan(conn: asyncpg.Connection, subnet: asyncpg.Record, p: dict[s
     other delegation pools."""
     prefix: Network = p["prefix"]
     tenant = subnet["tenant_id"]
+    # FOR SHARE: a concurrent delete of that prefix waits, then sees this pool
+    # (only_holder below).
     holder = await conn.fetchval(
-        "SELECT id FROM prefixes WHERE tenant_id = $1 AND cidr >>= $2 LIMIT 1", tenant, prefix)
+        "SELECT id FROM prefixes WHERE tenant_id = $1 AND cidr >>= $2 LIMIT 1 FOR SHARE",
+        tenant, prefix)
     if holder is None:
         raise invalid("prefix", f"{prefix} lies in none of the tenant's prefixes; create the "
                       "prefix (/prefixes) first")
@@ -87,6 +90,20 @@ async def _pool_plan(conn: asyncpg.Connection, subnet: asyncpg.Record, p: dict[s
     if other is not None:
         raise conflict(f"prefix: {prefix} overlaps the delegation pool {other['name']!r} "
                        f"({other['prefix']}, id {other['id']})")
+
+
+async def only_holder(conn: asyncpg.Connection, prefix: asyncpg.Record,
+                      becomes: ipaddress.IPv4Network | Network | None) -> asyncpg.Record | None:
+    """A delegation pool that ``prefix`` (a prefixes row) alone holds among its tenant's
+    prefixes, and that it would no longer hold as ``becomes`` (None: deleted)."""
+    return await conn.fetchrow(
+        """SELECT d.id, d.name, d.prefix FROM pd_pools d
+           WHERE d.tenant_id = $1 AND d.prefix <<= $2
+             AND ($3::cidr IS NULL OR NOT d.prefix <<= $3)
+             AND NOT EXISTS (SELECT 1 FROM prefixes p WHERE p.tenant_id = $1 AND p.id <> $4
+                                                        AND p.cidr >>= d.prefix)
+           ORDER BY d.prefix LIMIT 1""",
+        prefix["tenant_id"], prefix["cidr"], becomes, prefix["id"])
 
 
 async def _pool_children_fit(conn: asyncpg.Connection, pool_id: uuid.UUID,

@@ -13,6 +13,7 @@ from ipamd.core import audit
 from ipamd.core.errors import conflict
 from ipamd.core.jsonutil import dumps
 from ipamd.core.rendered import RenderedRows
+from ipamd.ipam import pd_pools
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import (
     one,
@@ -112,6 +113,17 @@ async def list_page(
     return [(row_id, texts[row_id]) for row_id in ids if row_id in texts]
 
 
+async def _delegation_held(conn: asyncpg.Connection, current: asyncpg.Record,
+                           becomes: Network | None) -> None:
+    """409 when a delegation pool would lie in none of its tenant's prefixes any more."""
+    pool = await pd_pools.only_holder(conn, current, becomes)
+    if pool is not None:
+        change = "deleted" if becomes is None else f"made {becomes}"
+        raise conflict(f"cidr: the delegation pool {pool['name']!r} ({pool['prefix']}, id "
+                       f"{pool['id']}) would lie in none of the tenant's prefixes once this "
+                       f"one is {change}; delete or move the pool first")
+
+
 @guarded
 async def update(
     conn: asyncpg.Connection, actor: str, prefix_id: uuid.UUID, changes: dict[str, Any]
@@ -133,6 +145,7 @@ async def update(
         if outside:
             listed = ", ".join(str(r["cidr"]) for r in outside)
             raise conflict(f"cidr: the subnets {listed} would no longer be inside {cidr}")
+        await _delegation_held(conn, current, cidr)
     clause, values = set_clause(changes, UPDATABLE)
     row = await conn.fetchrow(
         f"UPDATE prefixes SET {clause} WHERE id = $1 RETURNING {COLUMNS}", prefix_id, *values
@@ -144,9 +157,10 @@ async def update(
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, prefix_id: uuid.UUID) -> None:
-    before = public(await one(
+    current = await one(
         conn, f"SELECT {COLUMNS} FROM prefixes WHERE id = $1 FOR UPDATE", prefix_id, "prefix"
-    ))
+    )
+    before = public(current)
     subnets = await conn.fetch(
         "SELECT cidr, count(*) OVER () AS n FROM subnets WHERE prefix_id = $1 ORDER BY cidr"
         " LIMIT 5",
@@ -159,5 +173,6 @@ async def delete(conn: asyncpg.Connection, actor: str, prefix_id: uuid.UUID) -> 
             f"prefix {before['cidr']} still has {plural(subnets[0]['n'], 'subnet')} "
             f"({listed}{more}); delete them first"
         )
+    await _delegation_held(conn, current, None)
     await conn.execute("DELETE FROM prefixes WHERE id = $1", prefix_id)
     await audit.record(conn, actor, "delete", "prefix", prefix_id, before, None)

@@ -58,6 +58,19 @@ async def test_pool_rules(operator, viewer):
              404, "not_found")
     renamed = await operator.patch(f"/pd-pools/{pool['id']}", json={"name": "cpe-56"})
     assert renamed.status_code == 200 and renamed.json()["name"] == "cpe-56"
+    # A pool lies in a prefix of the tenant, the subnet's or another: that prefix cannot go
+    # (nor shrink away from it) while no other prefix holds the pool.
+    other = await prefix(operator, "2001:db9::/32")
+    far = created(await operator.post(pools, json={
+        "name": "far", "prefix": "2001:db9:1::/48", "delegated_length": 60}))
+    for attempt in (operator.delete(f"/prefixes/{other['id']}"),
+                    operator.patch(f"/prefixes/{other['id']}", json={"cidr": "2001:db9:8000::/33"})):
+        assert "far" in error_of(await attempt, 409, "conflict")
+    nested = await prefix(operator, "2001:db9::/40")
+    assert (await operator.delete(f"/prefixes/{other['id']}")).status_code == 204
+    assert "far" in error_of(await operator.delete(f"/prefixes/{nested['id']}"), 409, "conflict")
+    assert (await operator.delete(f"/pd-pools/{far['id']}")).status_code == 204
+    assert (await operator.delete(f"/prefixes/{nested['id']}")).status_code == 204
     # The subnet cannot go while it delegates.
     assert "delegation pool" in error_of(await operator.delete(f"/subnets/{link['id']}"),
                                          409, "conflict")
