@@ -57,8 +57,9 @@ class DhcpControl(Protocol):
 
 
 class MainProcess(Protocol):
-    """In an API worker process (api.workers > 1): the way to the appliance's main process,
-    which owns what the workers share (the node's rate limits, its DHCP server, its metrics)."""
+    """In an API worker process (runtime.api_in_main_process): the way to the appliance's
+    main process, which owns what the workers share (the node's rate limits with several
+    workers, its DHCP server, its metrics)."""
 
     async def call(self, name: str, args: Any = None) -> Any:
         """Ask the main process; its JSON-able answer (raises when it refuses or is gone)."""

@@ -1,4 +1,4 @@
-"""Connections spread evenly over the API worker processes (api.workers > 1).
+"""Connections spread evenly over the API worker processes (runtime.api_in_main_process).
 
 The workers accept from the same listening sockets, bound once by the main process. Left to
 the kernel the spread is poor either way: on one shared socket the worker that waited last

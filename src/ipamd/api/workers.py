@@ -1,4 +1,4 @@
-"""The API served by several worker processes (api.workers > 1): what they share.
+"""The API served by worker processes (runtime.api_in_main_process): what they share.
 
 One Python process gives the API about one core. With more workers, each a child process of
 the runtime (child.py) serving the same listening sockets, what the API shares across
@@ -157,6 +157,8 @@ async def answer(state: AppState, limits: LocalLimits, worker: str, call: str,
         if state.dhcp is not None:
             await state.dhcp.reload_plan()
         return None
+    if call == "dhcp_counters":  # the dashboard's figures as they are now
+        return None if state.dhcp is None else state.dhcp.counters_snapshot()
     if call == "metrics":
         return await _metrics(state, worker, args)
     raise ValueError(f"no such call: {call!r}")

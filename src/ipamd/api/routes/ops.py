@@ -14,6 +14,7 @@ from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.schemas import Page
 from ipamd.ops import alerts, dashboard, metrics, nodes, service
+from ipamd.state import AppState
 
 router = Router("operations")
 
@@ -138,9 +139,18 @@ async def get_dashboard(ctx: RequestContext) -> dict[str, Any]:
     config = ctx.state.config
     # This node's counters now, not as of its last heartbeat (up to ops.heartbeat_seconds old).
     live = ({} if ctx.state.dhcp is None
-            else {service.node_name(ctx.state): ctx.state.dhcp.counters_snapshot()})
+            else {service.node_name(ctx.state): await _dhcp_counters(ctx.state)})
     return await ctx.run(dashboard.build, config.license.tier, config.license.max_managed_ips,
                          config.ops.node_down_seconds, live)
+
+
+async def _dhcp_counters(state: AppState) -> dict[str, Any]:
+    """This node's DHCP counters now: in an API worker, asked of the main process (its
+    pushed copy is up to a second old)."""
+    assert state.dhcp is not None
+    if state.main_process is None:
+        return state.dhcp.counters_snapshot()
+    return dict(await state.main_process.call("dhcp_counters") or {})
 
 
 @router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
