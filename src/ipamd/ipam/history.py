@@ -404,23 +404,23 @@ held AS (
             AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2))
 )"""
 
-_MAP_V6_PAGE = f"""
+# One statement: the page of entries after $7 (at most $8), the leases held inside each plan
+# range (bounds $9, $10), the totals, and the plan entries no lease overrides.
+_MAP_V6 = f"""
 WITH {_HELD_V6}, entries AS (
     SELECT ip, map_head || state || '"]' AS entry FROM held
     UNION ALL
     SELECT ip, entry FROM planned
+), page AS (
+    SELECT e.ip, e.entry FROM entries e
+     WHERE $7::inet IS NULL OR e.ip > $7::inet ORDER BY e.ip LIMIT $8
 )
-SELECT host(e.ip) AS shown, e.entry FROM entries e
- WHERE $7::inet IS NULL OR e.ip > $7::inet ORDER BY e.ip LIMIT $8
-"""
-
-# Per plan range (bounds $7, $8): the leases held inside it; and the totals.
-_MAP_V6_COUNTS = f"""
-WITH {_HELD_V6}
-SELECT (SELECT count(*) FROM held) AS held,
+SELECT ARRAY(SELECT host(ip) FROM page ORDER BY ip) AS page_ips,
+       ARRAY(SELECT entry FROM page ORDER BY ip) AS page_entries,
+       (SELECT count(*) FROM held) AS held,
        (SELECT count(*) FROM held WHERE state = 'declined') AS declined,
        ARRAY(SELECT (SELECT count(*) FROM held h WHERE h.ip BETWEEN r.lo AND r.hi)
-               FROM unnest($7::inet[], $8::inet[]) WITH ORDINALITY AS r(lo, hi, i)
+               FROM unnest($9::inet[], $10::inet[]) WITH ORDINALITY AS r(lo, hi, i)
               ORDER BY r.i) AS inside,
        ARRAY(SELECT host(ip) FROM planned) AS planned_ips,
        ARRAY(SELECT state FROM planned) AS planned_states
@@ -438,11 +438,10 @@ async def _map_v6(
     ips = [ipaddress.IPv6Address(first + n) for n in offsets]
     entries = [points[n][1] for n in offsets]
     states = [points[n][0] for n in offsets]
-    args = (subnet_id, at, network, ips, entries, states)
-    rows = await conn.fetch(_MAP_V6_PAGE, *args, after, limit + 1)
     bounds = ([ipaddress.IPv6Address(lo) for lo, _, _ in ranges],
               [ipaddress.IPv6Address(hi) for _, hi, _ in ranges])
-    totals = await conn.fetchrow(_MAP_V6_COUNTS, *args, *bounds)
+    totals = await conn.fetchrow(_MAP_V6, subnet_id, at, network, ips, entries, states, after,
+                                 limit + 1, *bounds)
     counts = dict.fromkeys(STATES, 0)
     for (lo, hi, state), inside in zip(ranges, totals["inside"], strict=True):
         counts[state] += hi - lo + 1 - inside
@@ -453,11 +452,11 @@ async def _map_v6(
         where = bisect.bisect_right(starts, int(ipaddress.IPv6Address(ip))) - 1
         counts[ranges[where][2]] -= 1
         counts[state] += 1
-    shown = rows[:limit]
-    more = len(rows) > limit and bool(shown)
+    shown = totals["page_entries"][:limit]
+    more = len(totals["page_entries"]) > limit and bool(shown)
     return AddressMap(subnet_id=subnet_id, network=network, at=at, ranges=ranges,
-                      addresses=",".join(r["entry"] for r in shown), counts=counts,
-                      next_after=shown[-1]["shown"] if more else None)
+                      addresses=",".join(shown), counts=counts,
+                      next_after=totals["page_ips"][limit - 1] if more else None)
 
 
 # --- retention ---------------------------------------------------------------------------
