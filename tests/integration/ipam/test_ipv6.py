@@ -5,7 +5,10 @@ message naming the field, and sizes of a /64 answered by arithmetic (docs/api-ip
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import uuid
+
+import trio
 
 from tests.integration.history.rows import event
 from tests.integration.ipam.helpers import created, error_of, insert_lease, prefix, subnet
@@ -301,3 +304,30 @@ async def test_as_of_map_of_a_64_is_paged(operator, viewer, db):
     # GET /history by an IPv6 address.
     found = (await viewer.get("/history", params={"ip": upper})).json()["items"]
     assert [item["ip"] for item in found] == [upper]
+
+
+async def test_thirty_parallel_next_free_creates_on_a_64_get_thirty_addresses(operator, viewer):
+    s = await _subnet6(operator)
+    created(await operator.post(f"/subnets/{s['id']}/pools", json={
+        "name": "dyn", "start_ip": "2001:db8:20:1::10", "end_ip": "2001:db8:20:1::1f"}))
+
+    async def take(index: int, results: list) -> None:
+        if index % 2:
+            results.append(await operator.post(f"/subnets/{s['id']}/assignments",
+                                               json={"hostname": f"host-{index}"}))
+        else:
+            results.append(await operator.post(f"/subnets/{s['id']}/reservations", json={
+                "duid": f"00:03:00:01:02:00:00:00:01:{index:02x}"}))
+
+    results: list = []
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            for index in range(30):
+                nursery.start_soon(take, index, results)
+    assert [r.status_code for r in results] == [201] * 30, [r.text for r in results]
+    addresses = sorted(ipaddress.IPv6Address(r.json()["ip"]) for r in results)
+    # The lowest 30 hosts outside the pool (::10-::1f): ::1-::f, ::20-::2e.
+    base = int(ipaddress.IPv6Address("2001:db8:20:1::"))
+    assert [int(a) - base for a in addresses] == [*range(1, 16), *range(0x20, 0x2F)]
+    usage = (await viewer.get(f"/subnets/{s['id']}/utilisation")).json()
+    assert (usage["used"], usage["reserved"], usage["assigned"]) == (30, 15, 15)
