@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from ipamd.core import identifiers, validate
+from ipamd.core import dnswire, identifiers, validate
 
 DNS_SERVERS = 23
 DOMAIN_LIST = 24
@@ -160,8 +160,8 @@ def normalise(code: int, payload: Any) -> dict[str, Any]:
 
 
 def _dns_wire(name: str) -> bytes:
-    # RFC 8415 §10: domain names in uncompressed RFC 1035 form.
-    return b"".join(bytes([len(p)]) + p.encode("ascii") for p in name.split(".")) + b"\x00"
+    # RFC 8415 §10: domain names in uncompressed RFC 1035 form (a checked name: ASCII labels).
+    return dnswire.encode(tuple(label.encode("ascii") for label in name.split(".")))
 
 
 def wire(code: int, payload: dict[str, Any]) -> bytes:
