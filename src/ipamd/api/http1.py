@@ -14,7 +14,9 @@ connection caps of api/conncap.py.
 What a client sees is what hypercorn and h11 give it, and what RFC 9112 asks of a server:
 keep-alive (HTTP/1.1, or 1.0 asking for it) up to ``keep_alive_max_requests`` requests, an
 idle connection closed after ``keep_alive_timeout`` (which also bounds the wait for a whole
-head) or at once when the server stops, `Expect: 100-continue` answered when the app reads
+head, for each next piece of a request body, and for a client to take each piece of a
+response: a client that stalls mid-body or stops reading is dropped) or at once when the
+server stops, `Expect: 100-continue` answered when the app reads
 the body (api/app.py reads it only once the request is authorized), `Connection: close`
 when the connection will close, responses framed by Content-Length (added when the app gave
 the whole body at once) or chunked, no body for HEAD, 1xx, 204 and 304, and the app told
@@ -552,7 +554,12 @@ class Http1Connection:
                         and self.status == 0:
                     self.continue_sent = True
                     await self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                await self._read()
+                # A body that stops arriving holds the connection no longer than an idle one.
+                with trio.move_on_after(self.config.keep_alive_timeout) as stalled:
+                    await self._read()
+                if stalled.cancelled_caught:
+                    self.eof = self.broken = True
+                    return {"type": "http.disconnect"}
             chunks = request.body
             body = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
             chunks.clear()
@@ -668,9 +675,13 @@ class Http1Connection:
         the app finishes, and the connection closes."""
         if self.broken:
             return
-        try:
-            await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        # A client that stops reading holds the connection no longer than an idle one.
+        with trio.move_on_after(self.config.keep_alive_timeout) as stalled:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                self.broken = self.eof = True
+        if stalled.cancelled_caught:
             self.broken = self.eof = True
 
 
