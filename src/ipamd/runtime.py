@@ -344,11 +344,12 @@ def connection_caps(config: Config) -> ConnectionCaps:
 
 
 def api_in_main_process(config: Config) -> bool:
-    """Does the main process serve the API itself? Only with one API process and no DHCP
-    server here: the API never shares the DHCP server's event loop, so nothing sent to it
-    (a head that never ends, a pipelining flood, idle connections by the hundred) can
-    delay an answer to a DHCP client (issue 48); its worker is a process of its own."""
-    return config.api.worker_count == 1 and not config.dhcp.enabled
+    """Does the main process serve the API itself? Only with one API process and no server
+    here that answers the network (DHCP, the embedded DNS): the API never shares their
+    event loop, so nothing sent to it (a head that never ends, a pipelining flood, idle
+    connections by the hundred) can delay their answers (issue 48); its worker is a
+    process of its own."""
+    return config.api.worker_count == 1 and not (config.dhcp.enabled or config.dns.enabled)
 
 
 def _bind_url(scheme: str, sock: socket.socket) -> str:
