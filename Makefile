@@ -21,6 +21,7 @@ RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv 
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
+TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client dnsperf wrk
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
