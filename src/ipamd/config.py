@@ -153,6 +153,41 @@ class DhcpConfig(Section):
         return value
 
 
+class Dhcp6Config(Section):
+    """The DHCPv6 server (dhcp6/server.py): relay-served, RFC 8415; lifetimes from the subnet."""
+
+    enabled: bool = False
+    listen: list[Listen] = ["[::]:547"]
+    # Where Relay-replies go on the relay: RFC 8415 §7.2 says port 547; 0 = back to the port
+    # the Relay-forward came from.
+    reply_port: int = Field(default=547, ge=0, le=65535)
+    trusted_relays: list[str] = []
+    rapid_commit: bool = True
+    decline_probation_seconds: int = Field(default=86_400, ge=0)
+    commit_batch_max: int = Field(default=256, ge=1, le=10_000)
+    commit_window_us: int = Field(default=0, ge=0, le=100_000)
+    commit_workers: int = Field(default=1, ge=1, le=16)
+    stale_wait_ms: int = Field(default=2000, ge=1, le=60_000)
+    lease_resync_seconds: float = Field(default=600.0, ge=0)
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _check_listen(item)
+            if ipaddress.ip_address(item.rpartition(":")[0].strip("[]")).version != 6:
+                raise ValueError(f"{item!r}: DHCPv6 listens on an IPv6 address ([::]:547)")
+        return value
+
+    @field_validator("trusted_relays")
+    @classmethod
+    def _relays(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if ipaddress.ip_network(item, strict=False).version != 6:
+                raise ValueError(f"{item!r} is not an IPv6 address or network")
+        return value
+
+
 class DnsConfig(Section):
     """The embedded authoritative DNS server (zones of DNS servers with adapter embedded)."""
 
@@ -253,6 +288,7 @@ class Config(Section):
     api: ApiConfig = ApiConfig()
     database: DatabaseConfig = DatabaseConfig()
     dhcp: DhcpConfig = DhcpConfig()
+    dhcp6: Dhcp6Config = Dhcp6Config()
     outbox: OutboxConfig = OutboxConfig()
     dns: DnsConfig = DnsConfig()
     limits: LimitsConfig = LimitsConfig()

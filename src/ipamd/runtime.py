@@ -41,6 +41,7 @@ from ipamd.db.outage import is_connection_loss
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
 from ipamd.dhcp.sockets import interface_addresses
+from ipamd.dhcp6 import server as dhcp6_server
 from ipamd.dns import delivery as dns_delivery
 from ipamd.dns import embedded as dns_embedded
 from ipamd.ops import service as ops_service
@@ -210,7 +211,10 @@ def services(state: AppState) -> list[tuple[str, Service]]:
         found.append(("dns", dns_embedded.run))
     if state.config.dhcp.enabled:
         found.append(("dhcp", dhcp_server.run))
-        found.append(("dhcp_expiry", dhcp_expiry.run))
+    if state.config.dhcp6.enabled:
+        found.append(("dhcp6", dhcp6_server.run))  # the same lease store (issue 49)
+    if state.config.dhcp.enabled or state.config.dhcp6.enabled:
+        found.append(("dhcp_expiry", dhcp_expiry.run))  # ends DHCPv4 and DHCPv6 leases
     if state.config.ops.enabled:
         found.append(("ops", ops_service.run))  # node heartbeat + alert evaluator (issue 14)
     return found
@@ -349,7 +353,8 @@ def api_in_main_process(config: Config) -> bool:
     event loop, so nothing sent to it (a head that never ends, a pipelining flood, idle
     connections by the hundred) can delay their answers (issue 48); its worker is a
     process of its own."""
-    return config.api.worker_count == 1 and not (config.dhcp.enabled or config.dns.enabled)
+    return config.api.worker_count == 1 and not (config.dhcp.enabled or config.dhcp6.enabled
+                                                 or config.dns.enabled)
 
 
 def _bind_url(scheme: str, sock: socket.socket) -> str:

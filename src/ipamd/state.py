@@ -81,6 +81,8 @@ class AppState:
     counters: dict[str, Any] = field(default_factory=dict)
     # This node's running DHCP server, while it runs (a typed handle, not a service lookup).
     dhcp: DhcpControl | None = None
+    # This node's running DHCPv6 server, while it runs (dhcp6/server.py).
+    dhcp6: DhcpControl | None = None
     # This node's services, enabled ones only, and whether each runs now (the supervisor
     # keeps it; the node heartbeat reports it). The API's binds once it listens.
     running_services: dict[str, bool] = field(default_factory=dict)

@@ -150,8 +150,9 @@ async def answer(state: AppState, limits: LocalLimits, worker: str, call: str,
     if call == "rate_limit":
         return await limits.hit(str(args["client"]), int(args["limit"]))
     if call == "dhcp_forget":
-        if state.dhcp is not None:
-            state.dhcp.forget(_ended(args))
+        for server in (state.dhcp, state.dhcp6):  # one lease table: either may hold it
+            if server is not None:
+                server.forget(_ended(args))
         return None
     if call == "dhcp_reload_plan":
         if state.dhcp is not None:

@@ -43,6 +43,11 @@ Shedding then only sent new clients into their retransmission timers (25 Discove
 200 DORA/s, 3,681 at 6,000, in bench runs with no socket overflow). A stall is ridden out
 for at most half ``stale_seconds``: longer, and the Requests queued behind it would go
 stale, so new clients are turned away again.
+
+Both servers use it (DESIGN.md: the DHCPv6 server shares the committer): what a batch is and
+how it is written are the caller's — ``commit``/``warm`` default to DHCPv4's
+``leasestore.commit``/``leasestore.warm``, and ``dhcp6`` passes its own lease store entry
+points. A queued item is anything with a ``born`` time and an ``op`` that can ``reset()``.
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import asyncpg
 import trio
@@ -59,8 +65,7 @@ import trio
 from ipamd.db.bridge import Database, Unit
 from ipamd.db.outage import Throttle, is_connection_loss
 from ipamd.dhcp import leasestore
-from ipamd.dhcp.context import Exchange
-from ipamd.dhcp.sessions import open_commit_db
+from ipamd.dhcp.sessions import Warm, open_commit_db
 
 log = logging.getLogger("ipamd.dhcp.commit")
 
@@ -91,32 +96,54 @@ CAREFUL_SECONDS = 10.0
 _RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
 
+class Queued(Protocol):
+    """What the committer queues: ``dhcp.context.Exchange``, or a DHCPv6 server's message.
+    Its ``op`` is what ``commit`` writes and has a ``reset()`` (typed Any: an Exchange's is
+    optional until the engine sets it)."""
+
+    @property
+    def born(self) -> float: ...
+
+    @property
+    def op(self) -> Any: ...
+
+
+Q = TypeVar("Q", bound=Queued)
+# The batch's writer: (connection, the batch's ops, trusting) -> a unique index refused an
+# insert (leasestore.commit's contract).
+CommitFn = Callable[[asyncpg.Connection, list[Any], bool], Awaitable[bool]]
+
+
 class _InFlight:
     """A batch in the database: its exchanges, when it went in (perf_counter for its commit
     time, monotonic as Exchange.born), and whether it has been answered."""
 
     __slots__ = ("answered", "batch", "started", "went_in")
 
-    def __init__(self, batch: list[Exchange]) -> None:
+    def __init__(self, batch: list[Any]) -> None:
         self.batch = batch
         self.started = time.perf_counter()
         self.went_in = time.monotonic()
         self.answered = False
 
 
-class Committer:
+class Committer(Generic[Q]):
     def __init__(
         self,
         db: Database,
-        on_done: Callable[[Sequence[Exchange], bool], None],
+        on_done: Callable[[Sequence[Q], bool], None],
         *,
         batch_max: int,
         window_seconds: float,
         workers: int,
         stale_seconds: float = 0.0,
-        on_stale: Callable[[Sequence[Exchange]], None] | None = None,
+        on_stale: Callable[[Sequence[Q]], None] | None = None,
+        commit: CommitFn = leasestore.commit,
+        warm: Warm = leasestore.warm,
     ) -> None:
         self.db = db
+        self._commit_fn = commit
+        self._warm = warm
         self.on_done = on_done
         self.on_stale = on_stale
         self.stale = stale_seconds
@@ -132,7 +159,7 @@ class Committer:
         self._saturated_seconds = 0.0
         self._saturated_from = 0.0
         self._sessions: Database | None = None
-        self._queue: list[Exchange] = []
+        self._queue: list[Q] = []
         # When each batch now in the database went in, and the stalls of recent batches
         # ((went in, landed), time.monotonic as Exchange.born): what overloaded() discounts.
         self._flight_since: list[float] = []
@@ -150,7 +177,7 @@ class Committer:
         # (None: it could not start).
         self._started: tuple[_InFlight, Unit[bool] | None] | None = None
 
-    def submit(self, tx: Exchange) -> None:
+    def submit(self, tx: Q) -> None:
         self._dense = tx.born - self._submitted < self.window
         self._submitted = tx.born
         self._queue.append(tx)
@@ -176,7 +203,7 @@ class Committer:
     def _trusting(self) -> bool:
         return time.monotonic() >= self._careful_until
 
-    def _went_in(self, batch: list[Exchange]) -> _InFlight:
+    def _went_in(self, batch: list[Q]) -> _InFlight:
         """Count a batch in the database from now."""
         flight = _InFlight(batch)
         self._flight_since.append(flight.went_in)
@@ -191,7 +218,7 @@ class Committer:
         attempt then fails and says so)."""
         try:
             return self._sessions.start(  # type: ignore[union-attr]
-                leasestore.commit, [tx.op for tx in flight.batch], self._trusting(),
+                self._commit_fn, [tx.op for tx in flight.batch], self._trusting(),
                 then=functools.partial(self._committed, flight))
         except ConnectionError:
             return None
@@ -300,14 +327,14 @@ class Committer:
             if self.queued == before or self.queued >= self.batch_max:
                 return
 
-    def _take(self) -> list[Exchange]:
+    def _take(self) -> list[Q]:
         batch = self._queue[:self.batch_max]
         del self._queue[:self.batch_max]
         self._mark()
         return batch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        self._sessions = await open_commit_db(self.db, self.workers, leasestore.warm)
+        self._sessions = await open_commit_db(self.db, self.workers, self._warm)
         try:
             async with trio.open_nursery() as nursery:
                 for _ in range(self.workers):
@@ -349,7 +376,7 @@ class Committer:
             if not flight.answered:  # failed, or committed on the retry
                 self.on_done(flight.batch, ok)
 
-    def _fresh(self, batch: list[Exchange]) -> list[Exchange]:
+    def _fresh(self, batch: list[Q]) -> list[Q]:
         # Every op is checked: a retried pick goes to the back with its first time.
         limit = time.monotonic() - self.stale
         fresh = [tx for tx in batch if tx.born >= limit]
@@ -357,7 +384,7 @@ class Committer:
             self.on_stale([tx for tx in batch if tx.born < limit])
         return fresh
 
-    async def _commit(self, ops: list[leasestore.Op], first: Unit[bool] | None = None) -> bool:
+    async def _commit(self, ops: list[Any], first: Unit[bool] | None = None) -> bool:
         """True when the batch is committed; False: nothing of it is, and no op is Acked.
         ``first``: its first attempt, started already."""
         for attempt in (1, 2):
@@ -367,7 +394,7 @@ class Committer:
                     refused = await attempt_unit.result()
                 else:
                     refused = await self._sessions.run(  # type: ignore[union-attr]
-                        leasestore.commit, ops, self._trusting())
+                        self._commit_fn, ops, self._trusting())
                 if refused:
                     self._careful_until = time.monotonic() + CAREFUL_SECONDS
                 return True

@@ -35,9 +35,9 @@ async def sweep(state: AppState) -> int:
     total = 0
     for _ in range(_MAX_ROUNDS):
         ended, looked = await state.db.transaction(expire_batch, batch)
-        server = state.dhcp
-        if server is not None and ended:
-            server.forget(ended)
+        for server in (state.dhcp, state.dhcp6):  # one table: either's leases end here
+            if server is not None and ended:
+                server.forget(ended)
         total += len(ended)
         if looked < batch:
             break

@@ -19,6 +19,7 @@ foreign key: one check per statement, not per row), so a subnet being deleted re
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from collections.abc import Callable
 from enum import IntEnum
@@ -499,3 +500,233 @@ async def drop_ended(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> None:
     """A subnet being deleted (no live lease left): its ended leases go, lease_events keeps
     their history, so they must not pin the subnet."""
     await conn.execute("DELETE FROM leases WHERE subnet_id = $1", subnet_id)
+
+
+# --------------------------------------------------------------------------- DHCPv6 bindings
+# The DHCPv6 server's bindings are leases of the same table, states, journal and expiry
+# (migration 0017): one row per binding of a client's IA, an address (IA_NA, length 128)
+# or a delegated prefix (IA_PD, ``ip`` its first address). The DHCPv6 committer writes a
+# batch of messages' changes in one transaction: the client's other binding of an IA being
+# granted anew is released first (a reservation appeared: ``_SUPERSEDE6``), then one
+# statement ends, renews and inserts, each change with its journal row. Addresses go as
+# ``inet`` (an int8 cannot hold 128 bits); v6 traffic is not yet DHCPv4's storm, so the
+# statement has one form (careful: ``ON CONFLICT DO NOTHING``), not DHCPv4's variants.
+
+IA_NA = "na"
+IA_PD = "pd"
+_V6_KEY = b"\x06"
+
+
+def client_key6(duid: bytes, iaid: int, ia_type: str) -> bytes:
+    """The ``client_key`` of a DHCPv6 binding: one live binding per IA per subnet
+    (leases_live_client), so a DUID's IA_NA and IA_PD, and IAs of other IAIDs, coexist."""
+    return _V6_KEY + (b"n" if ia_type == IA_NA else b"p") + iaid.to_bytes(4, "big") + duid
+
+
+class Op6:
+    """One binding's change (a ``dhcp6.engine.LeaseChange`` with what the relays told)."""
+
+    __slots__ = ("client_key", "duid", "event", "expires", "giaddr", "ia_type", "iaid", "ip",
+                 "kind", "lease_id", "mac", "ok", "preferred", "prefix_length", "remote_id",
+                 "seconds", "subnet_id", "subscriber_id", "valid")
+
+    def __init__(
+        self, kind: OpKind, subnet_id: uuid.UUID, ip: str, prefix_length: int, duid: bytes,
+        iaid: int, ia_type: str, *, preferred: int = 0, valid: int = 0, seconds: int = 0,
+        giaddr: str | None = None, remote_id: bytes | None = None,
+        subscriber_id: bytes | None = None, mac: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.subnet_id = subnet_id
+        self.ip = ip
+        self.prefix_length = prefix_length
+        self.client_key = client_key6(duid, iaid, ia_type)
+        self.duid = duid.hex(":")
+        self.iaid = iaid
+        self.ia_type = ia_type
+        self.preferred = preferred
+        self.valid = valid
+        self.seconds = seconds  # a Decline's probation
+        self.giaddr = giaddr
+        self.remote_id = remote_id
+        self.subscriber_id = subscriber_id
+        self.mac = mac
+        self.ok = False
+        self.lease_id: uuid.UUID | None = None
+        self.event: str | None = None
+        self.expires = 0.0
+
+    @property
+    def duid_raw(self) -> bytes:
+        return self.client_key[6:]  # after client_key6's type octets and IAID
+
+    def reset(self) -> None:
+        self.ok = False
+        self.lease_id = None
+        self.event = None
+        self.expires = 0.0
+
+    def __repr__(self) -> str:
+        return f"Op6(kind={self.kind}, ip={self.ip}/{self.prefix_length}, ok={self.ok})"
+
+
+class Ops6:
+    """One DHCPv6 message's changes: the committer's unit (its reply waits for all)."""
+
+    __slots__ = ("ops",)
+
+    def __init__(self, ops: list[Op6]) -> None:
+        self.ops = ops
+
+    @property
+    def ok(self) -> bool:
+        return all(op.ok for op in self.ops)
+
+    def reset(self) -> None:
+        for op in self.ops:
+            op.reset()
+
+
+_V6_ROWS = """r AS (
+    SELECT * FROM unnest($1::int4[], $2::int2[], $3::uuid[], $4::inet[], $5::int2[],
+                         $6::bytea[], $7::text[], $8::int8[], $9::text[], $10::int4[],
+                         $11::int4[], $12::int4[], $13::inet[], $14::bytea[], $15::bytea[],
+                         $16::text[])
+        AS r(i, kind, subnet_id, ip, prefix_length, client_key, duid, iaid, ia_type,
+             preferred, valid, seconds, giaddr, remote_id, subscriber_id, mac)
+)"""
+_V6_FIELDS = ("kind", "subnet_id", "ip", "prefix_length", "client_key", "duid", "iaid",
+              "ia_type", "preferred", "valid", "seconds", "giaddr", "remote_id",
+              "subscriber_id", "mac")
+
+_SUPERSEDE6 = f"""
+WITH {_V6_ROWS}, ended AS (
+    UPDATE leases l SET state = 'released', expires_at = now(), sweep_at = now(),
+        updated_at = now()
+    FROM r
+    WHERE r.kind = {OpKind.INSERT:d} AND l.subnet_id = r.subnet_id
+      AND l.client_key = r.client_key AND l.state = 'active' AND l.ip <> r.ip
+    RETURNING l.*, 'released'::text AS event
+){event_ctes("ended", "event")}
+SELECT count(*) FROM ended
+"""
+
+_COMMIT6 = f"""
+WITH {_V6_ROWS}, held AS (
+    -- The batch's subnets, held against deletion until this commits (as _INSERT does).
+    SELECT id FROM subnets WHERE id = ANY($3::uuid[]) FOR KEY SHARE
+), ended AS (
+    UPDATE leases l SET state = r.new_state, updated_at = now(),
+        expires_at = CASE WHEN r.new_state = 'declined'
+                          THEN now() + make_interval(secs => r.seconds) ELSE now() END,
+        sweep_at = CASE WHEN r.new_state = 'declined'
+                        THEN now() + make_interval(secs => r.seconds) ELSE now() END
+    FROM (SELECT *, CASE WHEN kind = {OpKind.RELEASE:d} THEN 'released' ELSE 'declined' END
+                        AS new_state
+          FROM r WHERE kind IN ({OpKind.RELEASE:d}, {OpKind.DECLINE:d})) r
+    WHERE l.subnet_id = r.subnet_id AND l.ip = r.ip AND l.client_key = r.client_key
+      AND l.state = 'active'
+    RETURNING r.i, l.*, r.new_state AS event
+), renewed AS (
+    UPDATE leases l SET
+        expires_at = now() + make_interval(secs => r.valid),
+        sweep_at = least(l.sweep_at, now() + make_interval(secs => r.valid)),
+        preferred_lifetime = r.preferred, valid_lifetime = r.valid, giaddr = r.giaddr,
+        remote_id = r.remote_id, subscriber_id = r.subscriber_id,
+        mac = coalesce(r.mac::macaddr, l.mac), updated_at = now()
+    FROM r
+    WHERE r.kind = {OpKind.ACK:d} AND l.subnet_id = r.subnet_id AND l.ip = r.ip
+      AND l.client_key = r.client_key AND l.state = 'active'
+    RETURNING r.i, l.*, 'renewed'::text AS event
+), inserted AS (
+    INSERT INTO leases (subnet_id, ip, state, client_key, mac, duid, remote_id, subscriber_id,
+                        giaddr, iaid, ia_type, prefix_length, preferred_lifetime,
+                        valid_lifetime, starts_at, expires_at, sweep_at)
+    SELECT subnet_id, ip, 'active', client_key, mac::macaddr, duid, remote_id, subscriber_id,
+           giaddr, iaid, ia_type, prefix_length, preferred, valid, now(),
+           now() + make_interval(secs => valid), now() + make_interval(secs => valid)
+    FROM r WHERE kind = {OpKind.INSERT:d} AND subnet_id = ANY (ARRAY(SELECT id FROM held))
+    ORDER BY subnet_id, ip
+    ON CONFLICT DO NOTHING
+    RETURNING *, 'granted'::text AS event
+), changed AS (
+    SELECT {_LEASE_COLUMNS}, event FROM ended
+    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM renewed
+    UNION ALL SELECT {_LEASE_COLUMNS}, event FROM inserted
+){event_ctes("changed", "event")}
+SELECT i, lease_id, event, date_part('epoch', expires_at) AS expires,
+       NULL::text AS ip, NULL::bytea AS client_key, NULL::uuid AS subnet_id FROM ended
+UNION ALL SELECT i, lease_id, event, date_part('epoch', expires_at), NULL, NULL, NULL
+    FROM renewed
+UNION ALL SELECT NULL, lease_id, event, date_part('epoch', expires_at), host(ip), client_key,
+    subnet_id FROM inserted
+"""
+
+
+def _v6_arrays(ops: list[Op6]) -> list[list[Any]]:
+    out: list[list[Any]] = [list(range(len(ops)))]
+    for name in _V6_FIELDS:
+        get = attrgetter(name)
+        out.append([int(get(op)) if name == "kind" else get(op) for op in ops])
+    return out
+
+
+async def commit6(conn: asyncpg.Connection, groups: list[Ops6], trusting: bool = True) -> bool:
+    """Apply a batch of DHCPv6 messages' changes in one transaction; fills each op's outcome.
+    True when a unique index refused an insert (another node, or a binding this node's
+    cache did not know, holds the address or the IA). ``trusting`` is the committer's
+    (see _main); this form is always careful."""
+    ops = [op for group in groups for op in group.ops]
+    if not ops:
+        return False
+    args = _v6_arrays(ops)
+    async with conn.transaction():
+        if any(op.kind == OpKind.INSERT for op in ops):
+            await conn.fetchval(_SUPERSEDE6, *args)
+        rows = await conn.fetch(_COMMIT6, *args)
+    inserts = {(op.subnet_id, str(ipaddress.ip_address(op.ip)), op.client_key): i
+               for i, op in enumerate(ops) if op.kind == OpKind.INSERT}
+    for i, lease_id, event, expires, ip, client_key, subnet_id in rows:
+        if i is None:
+            i = inserts[(subnet_id, ip, client_key)]
+        op = ops[i]
+        op.ok = True
+        op.lease_id = lease_id
+        op.event = event
+        op.expires = expires
+    return any(not op.ok for op in ops if op.kind == OpKind.INSERT)
+
+
+async def warm6(_conn: asyncpg.Connection) -> None:
+    """Nothing to warm: DHCPv6's one statement is planned at its first batch."""
+
+
+_LIVE6 = """SELECT lease_id, subnet_id, host(ip) AS ip, prefix_length, state, duid, iaid,
+                   ia_type, date_part('epoch', expires_at) AS expires
+            FROM leases
+            WHERE ia_type IS NOT NULL AND state IN ('active', 'declined')"""
+
+
+async def load_live6(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
+    """Every live DHCPv6 binding as (lease_id, subnet_id, ip, prefix_length, state, duid
+    (colon hex), iaid, ia_type, expires)."""
+    return [tuple(r) for r in await conn.fetch(_LIVE6)]
+
+
+async def load_some6(conn: asyncpg.Connection, duids: list[str],
+                     ips: list[str]) -> list[tuple[Any, ...]]:
+    """The live DHCPv6 bindings of these DUIDs or at these addresses (as ``load_live6``):
+    what a DHCPv6 server looks at again after the database refused its picture of them."""
+    rows = await conn.fetch(_LIVE6 + " AND (duid = ANY($1::text[]) OR ip = ANY($2::inet[]))",
+                            duids, ips)
+    return [tuple(r) for r in rows]
+
+
+async def server_duid6(conn: asyncpg.Connection, candidate: bytes) -> bytes:
+    """The appliance's DHCPv6 server DUID: the one stored (migration 0017), else
+    ``candidate``, stored now. Two nodes starting at once agree: the first insert wins."""
+    await conn.execute(
+        "INSERT INTO dhcp6_server (duid) VALUES ($1) ON CONFLICT (singleton) DO NOTHING",
+        candidate)
+    stored: bytes = await conn.fetchval("SELECT duid FROM dhcp6_server")
+    return stored

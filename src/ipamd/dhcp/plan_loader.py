@@ -4,13 +4,17 @@ One crossing reads every table the DHCP path needs. The holder reloads when the
 ``ipamd_dhcp_plan`` notification arrives (sent at commit by the triggers of migration
 0003), when the version counter moved (the poll fallback: notifications can be lost),
 and at a long safety interval.
+
+``PlanHolder`` serves both servers: DHCPv4's plan by default, and whatever ``load`` (rows in
+one crossing) and ``build`` (rows to a plan with a ``version``) the DHCPv6 server passes
+(``dhcp6.plan_loader``): one channel, one version counter, one reload discipline.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 import asyncpg
 import trio
@@ -65,28 +69,43 @@ async def load_rows(conn: asyncpg.Connection) -> dict[str, Any]:
     return rows
 
 
-class PlanHolder:
-    """The current Plan; ``on_change`` callbacks run after each swap (same trio thread)."""
+class Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
 
-    def __init__(self, db: Database, refresh_seconds: float, poll_seconds: float = 2.0) -> None:
+
+P = TypeVar("P", bound=Versioned)
+_EMPTY_ROWS: dict[str, Any] = {
+    "subnets": [], "pools": [], "excludes": [], "reservations": [], "assignments": [],
+    "options": [], "classes": [], "version": -1}
+
+
+class PlanHolder(Generic[P]):
+    """The current plan; ``on_change`` callbacks run after each swap (same trio thread)."""
+
+    def __init__(
+        self, db: Database, refresh_seconds: float, poll_seconds: float = 2.0, *,
+        load: Callable[[asyncpg.Connection], Awaitable[dict[str, Any]]] = load_rows,
+        build: Callable[[dict[str, Any]], P] = plan_mod.build,  # type: ignore[assignment]
+        empty: dict[str, Any] = _EMPTY_ROWS,
+    ) -> None:
         self.db = db
-        self.current: plan_mod.Plan = plan_mod.build(
-            {"subnets": [], "pools": [], "excludes": [], "reservations": [], "assignments": [],
-             "options": [], "classes": [], "version": -1}
-        )
+        self._load = load
+        self._build = build
+        self.current: P = build(empty)
         self.refresh_seconds = refresh_seconds
         self.poll_seconds = poll_seconds
-        self.on_change: list[Callable[[plan_mod.Plan], None]] = []
+        self.on_change: list[Callable[[P], None]] = []
         self._wake = trio.Event()
         self._log = Throttle(log)
 
-    async def reload(self) -> plan_mod.Plan:
-        rows = await self.db.run(load_rows)
-        built = plan_mod.build(rows)
+    async def reload(self) -> P:
+        rows = await self.db.run(self._load)
+        built = self._build(rows)
         self.current = built
         for callback in self.on_change:
             callback(built)
-        log.debug("dhcp plan version %s: %d subnets", built.version, len(built.subnets))
+        log.debug("dhcp plan version %s", built.version)
         return built
 
     def request_reload(self) -> None:

@@ -58,7 +58,7 @@ class DhcpServer:
         self.counters = DhcpCounters()
         self.cache = LeaseCache()
         self._db_log = Throttle(log)
-        self.plans = PlanHolder(state.db, config.plan_refresh_seconds)
+        self.plans: PlanHolder[Plan] = PlanHolder(state.db, config.plan_refresh_seconds)
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
         self.env = Env(

@@ -382,7 +382,8 @@ def _prefix_free(tx: _Tx, iaid: int, prefix: IPv6Network) -> bool:
 
 
 def _prefix_assignable(tx: _Tx, iaid: int, prefix: IPv6Network) -> bool:
-    return (not tx.link.prefix_reserved_for_another(prefix, tx.duid)
+    return (not tx.link.prefix_excluded(prefix)
+            and not tx.link.prefix_reserved_for_another(prefix, tx.duid)
             and _prefix_free(tx, iaid, prefix))
 
 

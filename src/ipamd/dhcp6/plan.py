@@ -115,6 +115,7 @@ class Link:
     pools: tuple[Pool6, ...] = ()
     pd_pools: tuple[PdPool, ...] = ()
     excludes: tuple[Pool6, ...] = ()  # ranges never handed out, inside pools or not
+    pd_excludes: tuple[IPv6Network, ...] = ()  # delegated prefixes never handed out
     reservations: tuple[Reservation6, ...] = ()
     options: dict[int, bytes] = field(default_factory=dict)  # option data by code
     rapid_commit: bool = True  # RFC 8415 §18.3.1: the server must be configured to allow it
@@ -134,6 +135,9 @@ class Link:
 
     def excluded(self, address: IPv6Address) -> bool:
         return any(address in exclude for exclude in self.excludes)
+
+    def prefix_excluded(self, prefix: IPv6Network) -> bool:
+        return any(prefix.overlaps(exclude) for exclude in self.pd_excludes)
 
     def in_pool(self, address: IPv6Address) -> bool:
         return any(address in pool for pool in self.pools)

@@ -23,7 +23,8 @@ LIVE = ("offered", "active", "declined")
 
 _COLUMNS = """lease_id, host(ip) AS ip, subnet_id, hostname, fqdn, state, mac::text AS mac,
     client_id, duid, circuit_id, remote_id, host(giaddr) AS giaddr, starts_at, expires_at,
-    created_at, updated_at"""
+    created_at, updated_at, iaid, ia_type, prefix_length, preferred_lifetime, valid_lifetime,
+    subscriber_id"""
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +41,13 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "circuit_id": identifiers.hex_or_none(row["circuit_id"]),
         "remote_id": identifiers.hex_or_none(row["remote_id"]),
         "giaddr": row["giaddr"],
+        # DHCPv6 bindings (migration 0017); null for a DHCPv4 lease.
+        "iaid": row["iaid"],
+        "ia_type": row["ia_type"],
+        "prefix_length": row["prefix_length"],
+        "preferred_lifetime": row["preferred_lifetime"],
+        "valid_lifetime": row["valid_lifetime"],
+        "subscriber_id": identifiers.hex_or_none(row["subscriber_id"]),
         "starts_at": row["starts_at"],
         "expires_at": row["expires_at"],
         "created_at": row["created_at"],

@@ -97,6 +97,7 @@ class _Scrape(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._dhcp()
+        yield from self._dhcp6()
         yield from self._outbox()
         yield from self._database()
         yield _histogram(
@@ -130,6 +131,32 @@ class _Scrape(Collector):
             yield _histogram("ipamd_dhcp_commit_duration_seconds",
                              "Group commit latency (database time per batch)", [],
                              [([], counters.commit_latency)])
+        yield from (received, sent, drops, transitions)
+
+    def _dhcp6(self) -> Iterator[Metric]:
+        # The DHCPv6 server's counters (dhcp6/counters.py): message types and drop reasons
+        # are fixed sets, so the label sets stay bounded.
+        received = CounterMetricFamily("ipamd_dhcp6_messages_received",
+                                       "DHCPv6 client messages received (after unwrapping "
+                                       "their relays)", labels=["type"])
+        sent = CounterMetricFamily("ipamd_dhcp6_messages_sent", "DHCPv6 messages sent",
+                                   labels=["type"])
+        drops = CounterMetricFamily("ipamd_dhcp6_drops", "DHCPv6 datagrams dropped, by reason",
+                                    labels=["reason"])
+        transitions = CounterMetricFamily("ipamd_dhcp6_lease_transitions",
+                                          "DHCPv6 binding changes committed by this node",
+                                          labels=["event"])
+        counters = self.state.counters.get("dhcp6")
+        if counters is not None:
+            snap = counters.snapshot()
+            for kind, n in sorted(snap["received"].items()):
+                received.add_metric([kind], n)
+            for kind, n in sorted(snap["sent"].items()):
+                sent.add_metric([kind], n)
+            for reason, n in sorted(snap["drops"].items()):
+                drops.add_metric([reason], n)
+            for event, n in sorted(snap["lease_transitions"].items()):
+                transitions.add_metric([event], n)
         yield from (received, sent, drops, transitions)
 
     def _outbox(self) -> Iterator[Metric]:

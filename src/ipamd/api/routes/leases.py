@@ -26,10 +26,26 @@ class LeaseOut(BaseModel):
     state: Literal["offered", "active", "released", "expired", "declined"]
     mac: str | None
     client_id: str | None = Field(description="option 61, colon-separated hex")
-    duid: str | None = Field(description="the DUID of an RFC 4361 client identifier")
+    duid: str | None = Field(description="DHCPv6: the client's DUID; DHCPv4: the DUID of an "
+                             "RFC 4361 client identifier")
     circuit_id: str | None = Field(description="option 82 sub-option 1, colon-separated hex")
-    remote_id: str | None = Field(description="option 82 sub-option 2, colon-separated hex")
-    giaddr: str | None = Field(description="the relay the lease was granted through")
+    remote_id: str | None = Field(description="DHCPv4: option 82 sub-option 2; DHCPv6: the "
+                                  "relay's Remote-Id (option 37: enterprise number and id); "
+                                  "colon-separated hex")
+    giaddr: str | None = Field(description="the relay the lease was granted through (DHCPv6: "
+                               "the link-address naming the client's link)")
+    iaid: int | None = Field(default=None, description="DHCPv6: the IA's IAID")
+    ia_type: Literal["na", "pd"] | None = Field(
+        default=None, description="DHCPv6: na (an address, IA_NA) or pd (a delegated prefix, "
+        "IA_PD, whose first address is ip)")
+    prefix_length: int | None = Field(default=None, description="DHCPv6: 128 for an address, "
+                                      "the delegated prefix's length for IA_PD")
+    preferred_lifetime: int | None = Field(default=None, description="DHCPv6: seconds, as "
+                                           "last given to the client")
+    valid_lifetime: int | None = Field(default=None, description="DHCPv6: seconds, as last "
+                                       "given to the client")
+    subscriber_id: str | None = Field(default=None, description="DHCPv6: the relay's "
+                                      "Subscriber-Id (option 38), colon-separated hex")
     starts_at: dt.datetime
     expires_at: dt.datetime = Field(description="for a declined lease: the probation end")
     created_at: dt.datetime
@@ -39,7 +55,8 @@ class LeaseOut(BaseModel):
 class LeaseQuery(paging.PageQuery):
     subnet_id: uuid.UUID | None = None
     state: Literal["offered", "active", "released", "expired", "declined"] | None = None
-    ip: str | None = Field(default=None, description="an IPv4 address")
+    ip: str | None = Field(default=None, description="an IPv4 or IPv6 address (for a "
+                           "delegated prefix: its first address)")
     mac: str | None = Field(default=None, description="aa:bb:cc:dd:ee:ff (any common notation)")
     hostname: str | None = Field(default=None, description="exact, case-insensitive")
 
@@ -49,9 +66,12 @@ class LeaseQuery(paging.PageQuery):
         if value is None:
             return None
         try:
-            return str(ipaddress.IPv4Address(value.strip()))
+            address = ipaddress.ip_address(value.strip())
         except ValueError:
-            raise ValueError(f"{value!r} is not an IPv4 address") from None
+            address = None
+        if address is None or getattr(address, "scope_id", None):  # no zone: Postgres has none
+            raise ValueError(f"{value!r} is not an IPv4 or IPv6 address")
+        return str(address)
 
     @field_validator("mac")
     @classmethod
@@ -90,7 +110,7 @@ async def get_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
 )
 async def release_lease(ctx: RequestContext, lease_id: uuid.UUID) -> dict[str, Any]:
     after = await ctx.tx(leases.release, ctx.actor, lease_id)
-    server = ctx.state.dhcp
-    if server is not None:
-        server.forget([(lease_id, after["subnet_id"], "released")])
+    for server in (ctx.state.dhcp, ctx.state.dhcp6):
+        if server is not None:
+            server.forget([(lease_id, after["subnet_id"], "released")])
     return after

@@ -1,0 +1,40 @@
+-- The DHCPv6 server's bindings live in the one lease table (issue 49, point 3; DESIGN.md: the
+-- DHCPv6 server "shares the lease store, the events and the history"). A v6 lease is one
+-- binding of one client's IA: an address (IA_NA, prefix_length 128) or a delegated prefix
+-- (IA_PD, ip its first address). Same states, same journal (migration 0011), same expiry
+-- sweep (0014), same unique indexes: leases_live_ip (one live binding per address per
+-- subnet) and leases_live_client, whose client_key for v6 is the IA (dhcp/leasestore.py,
+-- client_key6: a 0x06 octet, the IA type, the IAID, the DUID): one live binding per IA.
+ALTER TABLE leases
+    ADD COLUMN iaid               bigint,    -- RFC 8415 §21.4: 4 octets, unsigned
+    ADD COLUMN ia_type            text,      -- 'na' or 'pd'; NULL for a DHCPv4 lease
+    ADD COLUMN prefix_length      smallint,  -- 128 for an address, the delegated length for PD
+    ADD COLUMN preferred_lifetime integer,   -- as last given to the client (seconds)
+    ADD COLUMN valid_lifetime     integer,
+    ADD COLUMN subscriber_id      bytea;     -- RFC 4580 option 38 from the relay, raw
+
+ALTER TABLE leases ADD CONSTRAINT leases_v6_binding CHECK (
+    ia_type IS NULL OR (
+        ia_type IN ('na', 'pd') AND family(ip) = 6 AND duid IS NOT NULL
+        AND iaid BETWEEN 0 AND 4294967295
+        AND prefix_length BETWEEN 1 AND 128 AND (ia_type = 'pd' OR prefix_length = 128)
+    )
+);
+
+-- The appliance's one server DUID (RFC 8415 §11: it must not change): made by the first
+-- DHCPv6 server to start and read by every node after, so every node and every restart
+-- answers with the same Server Identifier (DESIGN.md, IPv6).
+CREATE TABLE dhcp6_server (
+    singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    duid       bytea NOT NULL CHECK (length(duid) BETWEEN 3 AND 130),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Delegation pools are part of the DHCP plan: changing them reloads it on every node
+-- (as migration 0003 does for pools, excludes and reservations).
+CREATE TRIGGER pd_pools_dhcp_plan AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pd_pools
+    FOR EACH STATEMENT EXECUTE FUNCTION dhcp_plan_changed();
+CREATE TRIGGER pd_excludes_dhcp_plan AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pd_excludes
+    FOR EACH STATEMENT EXECUTE FUNCTION dhcp_plan_changed();
+CREATE TRIGGER pd_reservations_dhcp_plan AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pd_reservations
+    FOR EACH STATEMENT EXECUTE FUNCTION dhcp_plan_changed();

@@ -1,0 +1,165 @@
+"""This node's picture of the live DHCPv6 bindings: the ``plan.Bindings`` the decision asks.
+
+Loaded from the lease store at start (``leasestore.load_live6``), kept by the server after
+each commit, reloaded now and then (other nodes' changes), and corrected where the database
+refused it (``leasestore.load_some6``). The database stays the judge: its unique indexes
+refuse a binding this picture missed, and the server decides again.
+
+Look-ups never enumerate: by IA, and by (start, length) per prefix length in use — an
+address is length 128, a delegated prefix its length — so "does anyone hold something
+overlapping this prefix" is one dictionary probe per shorter-or-equal length and one
+bisection per longer length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from collections.abc import Iterable, Sequence
+from ipaddress import IPv6Address
+from typing import Any
+
+from ipamd.dhcp6.duid import Duid
+from ipamd.dhcp6.plan import Binding, IaType
+
+IA_TYPES = {"na": IaType.NA, "pd": IaType.PD}
+_IA_NAMES = {IaType.NA: "na", IaType.PD: "pd"}
+
+
+def ia_name(ia_type: IaType) -> str:
+    return _IA_NAMES[ia_type]
+
+
+class BindingCache:
+    """Live bindings by lease id, by client IA and by (start, prefix length)."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self._by_id: dict[uuid.UUID, Binding] = {}
+        self._id_of: dict[tuple[int, int], uuid.UUID] = {}
+        self._by_ia: dict[tuple[bytes, int, IaType], set[uuid.UUID]] = {}
+        # Per prefix length: start (int) -> lease id, and the starts sorted.
+        self._at: dict[int, dict[int, uuid.UUID]] = {}
+        self._starts: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, lease_id: object) -> bool:
+        return lease_id in self._by_id
+
+    # ------------------------------------------------------------------ the Bindings protocol
+
+    def of(self, duid: Duid, iaid: int, ia_type: IaType, now: float) -> Sequence[Binding]:
+        ids = self._by_ia.get((duid.raw, iaid, ia_type), ())
+        return [b for b in (self._by_id[i] for i in ids)
+                if b.state == "active" and b.expires > now]
+
+    def holder(self, address: IPv6Address, prefix_length: int, now: float) -> Binding | None:
+        start = int(address) >> (128 - prefix_length) << (128 - prefix_length)
+        end = start | ((1 << (128 - prefix_length)) - 1)
+        for length, table in self._at.items():
+            if length <= prefix_length:
+                key = start >> (128 - length) << (128 - length)
+                found = self._live(table.get(key), now)
+                if found is not None:
+                    return found
+                continue
+            starts = self._starts[length]
+            index = bisect.bisect_left(starts, start)
+            while index < len(starts) and starts[index] <= end:
+                found = self._live(table.get(starts[index]), now)
+                if found is not None:
+                    return found
+                index += 1
+        return None
+
+    def _live(self, lease_id: uuid.UUID | None, now: float) -> Binding | None:
+        if lease_id is None:
+            return None
+        binding = self._by_id[lease_id]
+        return binding if binding.expires > now else None
+
+    # ------------------------------------------------------------------ keeping it
+
+    def put(self, lease_id: uuid.UUID, binding: Binding) -> None:
+        """Add or replace a live binding (the one at its address goes, whoever held it)."""
+        self.drop(lease_id)
+        start = int(binding.address)
+        held = self._id_of.get((start, binding.prefix_length))
+        if held is not None:
+            self.drop(held)
+        self._by_id[lease_id] = binding
+        self._id_of[(start, binding.prefix_length)] = lease_id
+        key = (binding.duid.raw, binding.iaid, binding.ia_type)
+        self._by_ia.setdefault(key, set()).add(lease_id)
+        table = self._at.setdefault(binding.prefix_length, {})
+        table[start] = lease_id
+        bisect.insort(self._starts.setdefault(binding.prefix_length, []), start)
+
+    def drop(self, lease_id: uuid.UUID) -> None:
+        binding = self._by_id.pop(lease_id, None)
+        if binding is None:
+            return
+        start, length = int(binding.address), binding.prefix_length
+        self._id_of.pop((start, length), None)
+        key = (binding.duid.raw, binding.iaid, binding.ia_type)
+        ids = self._by_ia.get(key)
+        if ids is not None:
+            ids.discard(lease_id)
+            if not ids:
+                del self._by_ia[key]
+        table = self._at[length]
+        table.pop(start, None)
+        starts = self._starts[length]
+        index = bisect.bisect_left(starts, start)
+        if index < len(starts) and starts[index] == start:
+            del starts[index]
+        if not table:
+            del self._at[length]
+            del self._starts[length]
+
+    def drop_ia(self, duid: Duid, iaid: int, ia_type: IaType) -> None:
+        for lease_id in list(self._by_ia.get((duid.raw, iaid, ia_type), ())):
+            self.drop(lease_id)
+
+    def drop_at(self, address: IPv6Address, prefix_length: int) -> None:
+        held = self._id_of.get((int(address), prefix_length))
+        if held is not None:
+            self.drop(held)
+
+    def load(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        """Add rows of ``leasestore.load_live6``; how many."""
+        count = 0
+        for row in rows:
+            found = binding_of(row)
+            if found is not None:
+                self.put(*found)
+                count += 1
+        return count
+
+    def replace_all(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        self._clear()
+        return self.load(rows)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for binding in self._by_id.values():
+            out[binding.state] = out.get(binding.state, 0) + 1
+        return out
+
+
+def binding_of(row: tuple[Any, ...]) -> tuple[uuid.UUID, Binding] | None:
+    """A ``load_live6`` row as (lease id, Binding); None for a row that is not one."""
+    lease_id, _subnet, ip, length, state, duid, iaid, ia_type, expires = row
+    kind = IA_TYPES.get(ia_type)
+    if kind is None or duid is None or iaid is None:
+        return None
+    try:
+        parsed = Duid.from_text(duid)
+    except ValueError:
+        return None
+    return lease_id, Binding(kind, parsed, int(iaid), IPv6Address(ip), int(length), state,
+                             float(expires))

@@ -1,0 +1,101 @@
+"""DHCPv6 bindings on the whole appliance: GET /leases shows them (DUID, IAID, IA type, prefix
+length, lifetimes), force-release ends them, /metrics counts the DHCPv6 server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from ipamd import runtime
+from ipamd.db.bridge import Database
+from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.options import IaNa, IaPd
+from tests.integration.dhcp6.harness import (
+    Relay6,
+    client_duid,
+    dhcp6_section,
+    message,
+    relay_socket,
+    seed_v6,
+)
+
+
+@pytest.fixture
+async def seeded(db: Database) -> dict[str, Any]:
+    async def seed(conn: Any) -> Any:
+        return await seed_v6(conn)
+
+    return await db.transaction(seed)
+
+
+@pytest.fixture
+async def config_overrides(seeded: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    # Seeded first, so the server starts with its plan. No DHCPv4 server.
+    return {"dhcp6": dhcp6_section()}
+
+
+@pytest.fixture
+async def relay6(appliance: runtime.Running, nursery: trio.Nursery) -> Relay6:
+    server = appliance.state.dhcp6
+    assert server is not None
+    found = Relay6(trio.socket.from_stdlib_socket(relay_socket()), server.addresses[0])
+    nursery.start_soon(found.run)
+    return found
+
+
+def _server_duid(appliance: runtime.Running) -> Any:
+    return appliance.state.dhcp6.server_duid  # type: ignore[union-attr]
+
+
+async def _bind(relay: Relay6, appliance: runtime.Running, n: int, xid: int) -> Message:
+    reply = await relay.exchange(message(p.SOLICIT, xid, client_duid(n), pd=[], rapid=True))
+    assert reply is not None and reply.msg_type == p.REPLY
+    return reply
+
+
+async def test_leases_show_v6_bindings_and_force_release_ends_one(
+        appliance: runtime.Running, relay6: Relay6, operator: httpx.AsyncClient) -> None:
+    reply = await _bind(relay6, appliance, 1, 0x10)
+    ia = reply.first(IaNa)
+    pd = reply.first(IaPd)
+    assert ia is not None and pd is not None
+    address = str(ia.addresses[0].address)
+    page = (await operator.get("/leases")).json()["items"]
+    by_type = {item["ia_type"]: item for item in page}
+    assert set(by_type) == {"na", "pd"}
+    na = by_type["na"]
+    assert na["ip"] == address and na["duid"] == client_duid(1).text and na["iaid"] == 1
+    assert (na["prefix_length"], na["preferred_lifetime"], na["valid_lifetime"]) == (128, 2500, 4000)
+    assert na["giaddr"] == "2001:db8:77:1::1" and na["state"] == "active"
+    assert by_type["pd"]["prefix_length"] == 56
+    assert by_type["pd"]["ip"] == str(pd.prefixes[0].network.network_address)
+    found = (await operator.get("/leases", params={"ip": address})).json()["items"]
+    assert [item["lease_id"] for item in found] == [na["lease_id"]]
+
+    released = await operator.post(f"/leases/{na['lease_id']}/release")
+    assert released.status_code == 200, released.text
+    assert released.json()["state"] == "released"
+    # The client's Renew: this server no longer holds that binding (NoBinding, RFC 8415
+    # §18.3.4), whichever process took the force-release.
+    renew = await relay6.exchange(message(p.RENEW, 0x11, client_duid(1),
+                                          server=_server_duid(appliance), na=[address]))
+    assert renew is not None
+    renewed = renew.first(IaNa)
+    assert renewed is not None and renewed.status is not None
+    assert renewed.status.status == p.STATUS_NO_BINDING
+
+
+async def test_metrics_count_dhcp6(appliance: runtime.Running, relay6: Relay6,
+                                   viewer: httpx.AsyncClient) -> None:
+    await _bind(relay6, appliance, 3, 0x30)
+    await relay6.send_raw(b"\x0c\x00")
+    assert await relay6.silence(0x31)  # the bad datagram had its turn meanwhile
+    text = (await viewer.get("/metrics")).text
+    assert 'ipamd_dhcp6_messages_received_total{type="solicit"} 1.0' in text
+    assert 'ipamd_dhcp6_messages_sent_total{type="reply"} 1.0' in text
+    assert 'ipamd_dhcp6_drops_total{reason="too_short"} 1.0' in text
+    assert 'ipamd_dhcp6_lease_transitions_total{event="granted"} 2.0' in text

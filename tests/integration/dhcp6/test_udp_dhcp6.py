@@ -1,0 +1,260 @@
+"""The DHCPv6 server over loopback UDP, as a relay talks to it (RFC 8415 §19): each exchange's
+answer on the wire and its durable record (leases, lease_journal → lease_events, events)."""
+
+from __future__ import annotations
+
+from ipaddress import IPv6Address, IPv6Network
+from typing import Any
+
+import pytest
+
+from ipamd.core import lease_events
+from ipamd.db.bridge import Database
+from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.options import (
+    DnsServers,
+    DomainList,
+    IaNa,
+    IaPd,
+    InterfaceId,
+    RapidCommit,
+    StatusCode,
+)
+from ipamd.dhcp6.plan import IaType
+from tests.integration.dhcp6.conftest import Running6, start_server
+from tests.integration.dhcp6.harness import (
+    PD_PREFIX,
+    POOL,
+    client_duid,
+    forward,
+    message,
+    remote_id,
+    seed_v6,
+)
+
+RESERVED_DUID = client_duid(99)
+RESERVED_IP = "2001:db8:77:1::beef"
+RESERVED_PREFIX = "2001:db8:4400:ab00::/56"
+
+
+@pytest.fixture
+async def seeded(db: Database) -> dict[str, Any]:
+    async def seed(conn: Any) -> Any:
+        return await seed_v6(conn, reservations=[(RESERVED_IP, RESERVED_DUID.text)],
+                             pd_reservations=[(RESERVED_PREFIX, RESERVED_DUID.text)])
+
+    return await db.transaction(seed)
+
+
+def _address(reply: Message) -> str:
+    ia = reply.first(IaNa)
+    assert ia is not None and ia.addresses, reply
+    return str(ia.addresses[0].address)
+
+
+def _status(reply: Message) -> int | None:
+    status = reply.first(StatusCode)
+    return None if status is None else status.status
+
+
+async def _leases(db: Database, duid_text: str) -> list[dict[str, Any]]:
+    async def read(conn: Any) -> list[dict[str, Any]]:
+        rows = await conn.fetch(
+            """SELECT lease_id, host(ip) AS ip, state, duid, iaid, ia_type, prefix_length,
+                      preferred_lifetime, valid_lifetime, giaddr, remote_id,
+                      extract(epoch FROM expires_at - now()) AS left
+               FROM leases WHERE duid = $1 ORDER BY lease_id""", duid_text)
+        return [dict(r) for r in rows]
+
+    return await db.run(read)
+
+
+async def _events(db: Database, lease_id: Any) -> list[str]:
+    async def read(conn: Any) -> list[str]:
+        await lease_events.derive_all(conn)
+        rows = await conn.fetch("SELECT event FROM lease_events WHERE lease_id = $1 ORDER BY id",
+                                lease_id)
+        return [r["event"] for r in rows]
+
+    return await db.run(read)
+
+
+async def _grant(dhcp6: Running6, n: int, xid: int) -> tuple[str, Message]:
+    duid = client_duid(n)
+    advertise = await dhcp6.relay.exchange(message(p.SOLICIT, xid, duid))
+    assert advertise is not None and advertise.msg_type == p.ADVERTISE
+    address = _address(advertise)
+    reply = await dhcp6.relay.exchange(message(p.REQUEST, xid + 1, duid,
+                                               server=dhcp6.server.server_duid, na=[address]))
+    assert reply is not None and reply.msg_type == p.REPLY
+    assert _address(reply) == address
+    return address, reply
+
+
+async def test_solicit_advertises_without_writing_then_request_commits(dhcp6: Running6) -> None:
+    duid = client_duid(1)
+    advertise = await dhcp6.relay.exchange(message(p.SOLICIT, 0x100, duid))
+    assert advertise is not None and advertise.msg_type == p.ADVERTISE
+    address = _address(advertise)
+    assert IPv6Address(POOL[0]) <= IPv6Address(address) <= IPv6Address(POOL[1])
+    assert advertise.server_duid == dhcp6.server.server_duid
+    assert advertise.client_duid == duid
+    dns, domains = advertise.first(DnsServers), advertise.first(DomainList)
+    assert dns is not None and [str(a) for a in dns.addresses] == ["2001:db8::53"]
+    assert domains is not None and domains.texts == ["example.com."]
+    assert await _leases(dhcp6.db, duid.text) == []  # an Advertise writes nothing
+
+    reply = await dhcp6.relay.exchange(message(p.REQUEST, 0x101, duid,
+                                               server=dhcp6.server.server_duid, na=[address]))
+    assert reply is not None and reply.msg_type == p.REPLY and _address(reply) == address
+    ia = reply.first(IaNa)
+    assert ia is not None and (ia.t1, ia.t2) == (1250, 2000)  # of preferred 2500 (4000 * 5/8)
+    assert (ia.addresses[0].preferred, ia.addresses[0].valid) == (2500, 4000)
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["ip"] == address and lease["state"] == "active"
+    assert (lease["ia_type"], lease["iaid"], lease["prefix_length"]) == ("na", 1, 128)
+    assert (lease["preferred_lifetime"], lease["valid_lifetime"]) == (2500, 4000)
+    assert str(lease["giaddr"]) == "2001:db8:77:1::1"
+    assert await _events(dhcp6.db, lease["lease_id"]) == ["granted"]
+    assert dhcp6.server.counters.leases["granted"] == 1
+
+
+async def test_renew_keeps_the_binding_and_release_ends_it(dhcp6: Running6) -> None:
+    address, _ = await _grant(dhcp6, 2, 0x200)
+    duid = client_duid(2)
+    server = dhcp6.server.server_duid
+    renewed = await dhcp6.relay.exchange(message(p.RENEW, 0x202, duid, server=server,
+                                                 na=[address]))
+    assert renewed is not None and _address(renewed) == address
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["state"] == "active" and lease["ip"] == address
+
+    released = await dhcp6.relay.exchange(message(p.RELEASE, 0x203, duid, server=server,
+                                                  na=[address]))
+    assert released is not None and _status(released) == p.STATUS_SUCCESS
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["state"] == "released"
+    assert await _events(dhcp6.db, lease["lease_id"]) == ["granted", "renewed", "released"]
+
+    async def topics(conn: Any) -> list[str]:
+        rows = await conn.fetch("SELECT topic FROM events WHERE payload->>'lease_id' = $1 "
+                                "ORDER BY id", str(lease["lease_id"]))
+        return [r["topic"] for r in rows]
+
+    assert await dhcp6.db.run(topics) == ["lease.granted", "lease.renewed", "lease.released"]
+    # A Renew after the Release: this server holds no binding for it (the spec's rule 1).
+    again = await dhcp6.relay.exchange(message(p.RENEW, 0x204, duid, server=server,
+                                               na=[address]))
+    assert again is not None
+    ia = again.first(IaNa)
+    assert ia is not None and ia.status is not None and ia.status.status == p.STATUS_NO_BINDING
+
+
+async def test_decline_quarantines_the_address(dhcp6: Running6) -> None:
+    address, _ = await _grant(dhcp6, 3, 0x300)
+    duid = client_duid(3)
+    reply = await dhcp6.relay.exchange(message(p.DECLINE, 0x302, duid,
+                                               server=dhcp6.server.server_duid, na=[address]))
+    assert reply is not None and _status(reply) == p.STATUS_SUCCESS
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["state"] == "declined"
+    assert 86_000 < lease["left"] <= 86_400  # decline_probation_seconds
+    assert dhcp6.server.cache.holder(IPv6Address(address), 128, 0.0) is not None
+    # Nobody is offered it meanwhile: another client hinting at it gets another address.
+    other = await dhcp6.relay.exchange(message(p.SOLICIT, 0x303, client_duid(4), na=[address]))
+    assert other is not None and _address(other) != address
+
+
+async def test_duid_reservation_gets_its_address_and_prefix(dhcp6: Running6) -> None:
+    advertise = await dhcp6.relay.exchange(message(p.SOLICIT, 0x400, RESERVED_DUID,
+                                                   pd=[], iaid=7))
+    assert advertise is not None and _address(advertise) == RESERVED_IP
+    pd = advertise.first(IaPd)
+    assert pd is not None and str(pd.prefixes[0].network) == RESERVED_PREFIX
+
+
+async def test_prefix_delegation_commits_a_pd_lease(dhcp6: Running6) -> None:
+    duid = client_duid(5)
+    reply = await dhcp6.relay.exchange(message(p.SOLICIT, 0x500, duid, na=None, pd=[],
+                                               rapid=True))
+    assert reply is not None and reply.msg_type == p.REPLY
+    pd = reply.first(IaPd)
+    assert pd is not None and pd.prefixes
+    network = pd.prefixes[0].network
+    assert network.prefixlen == 56 and network.subnet_of(IPv6Network(PD_PREFIX))
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert (lease["ia_type"], lease["prefix_length"]) == ("pd", 56)
+    assert lease["ip"] == str(network.network_address)
+
+
+async def test_rapid_commit_answers_a_solicit_with_a_committed_reply(dhcp6: Running6) -> None:
+    duid = client_duid(6)
+    reply = await dhcp6.relay.exchange(message(p.SOLICIT, 0x600, duid, rapid=True))
+    assert reply is not None and reply.msg_type == p.REPLY
+    assert reply.first(RapidCommit) is not None
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["ip"] == _address(reply) and lease["state"] == "active"
+    bound = dhcp6.server.cache.of(duid, 1, IaType.NA, 0.0)
+    assert [str(b.address) for b in bound] == [lease["ip"]]
+
+
+async def test_interface_id_echoed_and_relay_options_recorded(dhcp6: Running6) -> None:
+    duid = client_duid(7)
+    extra = [InterfaceId(b"ge-0/0/1.7"), remote_id(4491, b"cpe-7")]
+    await dhcp6.relay.send(message(p.SOLICIT, 0x700, duid, rapid=True), extra=extra)
+    got = await dhcp6.relay.reply(0x700)
+    assert got is not None
+    outer, reply = got
+    assert outer.interface_id == b"ge-0/0/1.7" and outer.link_address == IPv6Address(
+        "2001:db8:77:1::1")
+    assert reply.msg_type == p.REPLY  # Rapid Commit: committed before it was sent
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert lease["remote_id"] == (4491).to_bytes(4, "big") + b"cpe-7"
+
+
+async def test_nested_relays_select_the_innermost_link(dhcp6: Running6) -> None:
+    duid = client_duid(8)
+    inner = forward(message(p.SOLICIT, 0x800, duid), hops=0)
+    outer = forward(inner, link="2001:db8:99::1", peer="2001:db8:99::2", hops=1)
+    await dhcp6.relay.send_raw(outer.to_bytes())
+    got = await dhcp6.relay.reply(0x800)
+    assert got is not None and got[1].msg_type == p.ADVERTISE
+    assert got[0].relayed is not None and got[0].hop_count == 1
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b"\x0c\x00\x01", "too_short"),
+    (b"\x63\x00\x00\x01", "unknown_message_type"),
+    (forward(message(p.SOLICIT, 1, client_duid(9))).to_bytes()[:-3], "option_too_long"),
+    (message(p.SOLICIT, 1, client_duid(9)).to_bytes(), "not_relayed"),
+    (forward(message(p.SOLICIT, 1, client_duid(9)), hops=9).to_bytes(), "hop_limit"),
+    (forward(message(p.SOLICIT, 1, client_duid(9)), link="2001:db8:5::1").to_bytes(),
+     "no_link"),
+    (forward(Message(p.SOLICIT, 1, [])).to_bytes(), "no_client_id"),
+])
+async def test_bad_datagrams_are_dropped_and_counted(dhcp6: Running6, data: bytes,
+                                                     reason: str) -> None:
+    await dhcp6.relay.send_raw(data)
+    await dhcp6.relay.send_raw(data)
+    # The server still answers: a good Solicit after the bad ones gets its Advertise.
+    good = await dhcp6.relay.exchange(message(p.SOLICIT, 0x900, client_duid(10)))
+    assert good is not None and good.msg_type == p.ADVERTISE
+    assert dhcp6.server.counters.drops[reason] == 2
+    assert dhcp6.server.counters.snapshot()["drops"] == {reason: 2}
+
+
+async def test_server_duid_is_made_once_and_kept(dhcp6: Running6, nursery: Any) -> None:
+    first = dhcp6.server.server_duid
+    assert first is not None
+    server, scope, done = await start_server(nursery, dhcp6.state)
+    try:
+        assert server.server_duid == first
+    finally:
+        scope.cancel()
+        await done.wait()
+
+    async def rows(conn: Any) -> int:
+        return await conn.fetchval("SELECT count(*) FROM dhcp6_server")
+
+    assert await dhcp6.db.run(rows) == 1
