@@ -3,6 +3,7 @@ answer on the wire and its durable record (leases, lease_journal → lease_event
 
 from __future__ import annotations
 
+import random
 from ipaddress import IPv6Address, IPv6Network
 from typing import Any
 
@@ -32,6 +33,7 @@ from tests.integration.dhcp6.harness import (
     remote_id,
     seed_v6,
 )
+from tests.support.waiting import until
 
 RESERVED_DUID = client_duid(99)
 RESERVED_IP = "2001:db8:77:1::beef"
@@ -258,3 +260,84 @@ async def test_server_duid_is_made_once_and_kept(dhcp6: Running6, nursery: Any) 
         return await conn.fetchval("SELECT count(*) FROM dhcp6_server")
 
     assert await dhcp6.db.run(rows) == 1
+
+
+async def test_confirm_rebind_and_information_request(dhcp6: Running6) -> None:
+    address, _ = await _grant(dhcp6, 11, 0xB00)
+    duid = client_duid(11)
+    confirm = await dhcp6.relay.exchange(message(p.CONFIRM, 0xB02, duid, na=[address]))
+    assert confirm is not None and _status(confirm) == p.STATUS_SUCCESS
+    elsewhere = await dhcp6.relay.exchange(message(p.CONFIRM, 0xB03, duid,
+                                                   na=["2001:db8:99::5"]))
+    assert elsewhere is not None and _status(elsewhere) == p.STATUS_NOT_ON_LINK
+    rebind = await dhcp6.relay.exchange(message(p.REBIND, 0xB04, duid, na=[address]))
+    assert rebind is not None and _address(rebind) == address
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert await _events(dhcp6.db, lease["lease_id"]) == ["granted", "renewed"]
+    info = await dhcp6.relay.exchange(message(p.INFORMATION_REQUEST, 0xB05, duid, na=None))
+    assert info is not None and info.msg_type == p.REPLY and info.first(DnsServers) is not None
+
+
+async def test_plan_changes_reach_the_server(dhcp6: Running6) -> None:
+    """A subnet added after start is served, and a delegated-prefix reservation made after
+    start goes to its DUID (migration 0017's triggers on the delegation pool tables)."""
+    duid = client_duid(12)
+
+    async def add(conn: Any) -> None:
+        prefix = await conn.fetchval("SELECT id FROM prefixes WHERE cidr = '2001:db8:77::/48'")
+        subnet = await conn.fetchval(
+            """INSERT INTO subnets (tenant_id, prefix_id, cidr)
+               SELECT tenant_id, id, '2001:db8:77:2::/64' FROM prefixes WHERE id = $1
+               RETURNING id""", prefix)
+        await conn.execute("INSERT INTO pools (subnet_id, name, start_ip, end_ip) "
+                           "VALUES ($1, 'two', '2001:db8:77:2::10', '2001:db8:77:2::10')",
+                           subnet)
+        await conn.execute("INSERT INTO pd_reservations (pd_pool_id, prefix, duid) "
+                           "SELECT id, '2001:db8:4400:cd00::/56', $1 FROM pd_pools", duid.text)
+
+    await dhcp6.db.transaction(add)
+
+    async def served() -> bool:
+        plan = dhcp6.server.plans.current.plan
+        link = plan.link_for(IPv6Address("2001:db8:77:1::1"))
+        return (plan.link_for(IPv6Address("2001:db8:77:2::1")) is not None
+                and link is not None and link.reservation(duid) is not None)
+
+    await until(served, "the plan reloaded with the new subnet and reservation")
+    reply = await dhcp6.relay.exchange(message(p.SOLICIT, 0xC00, duid, na=[], pd=[]),
+                                       link="2001:db8:77:2::1")
+    assert reply is not None and _address(reply) == "2001:db8:77:2::10"
+    # The new link has no delegation pool: the reserved prefix belongs to the first link.
+    first = await dhcp6.relay.exchange(message(p.SOLICIT, 0xC01, duid, na=None, pd=[]))
+    assert first is not None
+    pd = first.first(IaPd)
+    assert pd is not None and str(pd.prefixes[0].network) == "2001:db8:4400:cd00::/56"
+
+
+async def test_mutated_datagrams_never_stop_the_server(dhcp6: Running6) -> None:
+    """Random corruptions of a relayed Request (fixed seed): each one dropped and counted,
+    or answered; none stops the receive loop or leaves a binding to another DUID."""
+    rng = random.Random(49)
+    base = bytearray(forward(message(p.REQUEST, 0xD00, client_duid(13),
+                                     server=dhcp6.server.server_duid, na=[POOL[0]],
+                                     pd=["2001:db8:4400::/56"])).to_bytes())
+    sent = 0
+    for _ in range(400):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 6)):
+            choice = rng.random()
+            if choice < 0.6:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif choice < 0.8:
+                del data[rng.randrange(len(data)):]
+            else:
+                data[rng.randrange(len(data)):rng.randrange(len(data))] = rng.randbytes(
+                    rng.randint(1, 12))
+        await dhcp6.relay.send_raw(bytes(data))
+        sent += 1
+    good = await dhcp6.relay.exchange(message(p.SOLICIT, 0xD01, client_duid(14)))
+    assert good is not None and good.msg_type == p.ADVERTISE
+    counters = dhcp6.server.counters
+    assert counters.drops["internal_error"] == 0
+    handled = sum(counters.drops.values()) + sum(counters.received.values())
+    assert handled >= sent  # every datagram was looked at (received or dropped)
