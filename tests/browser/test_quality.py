@@ -56,6 +56,11 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
     await admin.post("/tenants", json={"name": "evil", "description": XSS_TEXT})
     await admin.post(f"/subnets/{plan['subnet']['id']}/assignments",
                      json={"ip": "127.77.0.151", "hostname": "evil", "description": XSS_TEXT})
+    server = (await admin.post("/dns-servers", json={"name": "self", "adapter": "embedded"})).json()
+    zone = (await admin.post("/dns-zones", json={"name": "lan.example",
+                                                 "server_id": server["id"]})).json()
+    await admin.post(f"/dns-zones/{zone['id']}/records", json={
+        "name": "www", "type": "A", "value": "127.77.9.9"})
     sid = plan["subnet"]["id"]
     ip = plan["xss_ip"]
     pages = {
@@ -64,7 +69,8 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         "work": "#/work", "webhooks": "#/webhooks", "tokens": "#/tokens", "audit": "#/audit",
         "client-classes": "#/client-classes", "tenants": "#/tenants", "settings": "#/settings",
         "license": "#/license", "nodes": "#/nodes", "alerts": "#/alerts",
-        "alert-destinations": "#/alert-destinations",
+        "alert-destinations": "#/alert-destinations", "dns": "#/dns",
+        "dns-zone": f"#/dns/zones/{zone['id']}",
     }
     source = axe_source()
 

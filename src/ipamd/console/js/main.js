@@ -11,6 +11,7 @@ const NAV = [
   ["#/prefixes", "Prefixes", "viewer"],
   ["#/leases", "Leases", "viewer"],
   ["#/history", "History", "viewer"],
+  ["#/dns", "DNS", "viewer"],
   ["#/work", "Work", "viewer"],
   ["#/nodes", "Nodes", "viewer"],
   ["#/alerts", "Alerts", "viewer"],

@@ -2,6 +2,7 @@
 import { call, can, del, get, patch, post, query } from "./api.js";
 import { clear, h } from "./dom.js";
 import { crudSection } from "./crud.js";
+import { dnsRoutes, pickerOf } from "./dns.js";
 import { addressMap } from "./map.js";
 import * as opsPages from "./ops.js";
 import {
@@ -43,8 +44,27 @@ const subnetFields = [
   { name: "ddns_zone", label: "DDNS forward zone", nullable: true },
   { name: "ddns_reverse_zone", label: "DDNS reverse zone", nullable: true },
   { name: "ddns_ttl", label: "DDNS TTL", type: "number", nullable: true },
-  { name: "ddns_server_id", label: "DDNS server id", nullable: true },
+  { name: "ddns_server_id", label: "DDNS server", nullable: true },
 ];
+
+// The DDNS server as a picker and the zones with the known zones offered (a zone of an
+// external server need not be one of the appliance's: the field stays free text).
+let ddnsPickers = {};
+async function loadDdnsPickers() {
+  const [servers, zones] = await Promise.all([
+    pickerOf("/dns-servers", "ddns_server_id", "DDNS server", "none", (x) => `${x.name} (${x.adapter})`),
+    pickerOf("/dns-zones", "ddns_zone", "", "", (z) => z.name),
+  ]);
+  const names = (kind) => (zones?.items || []).filter((z) => z.kind === kind).map((z) => z.name);
+  ddnsPickers = {
+    ddns_server_id: servers,
+    ddns_zone: { suggestions: names("forward") },
+    ddns_reverse_zone: { suggestions: names("reverse") },
+  };
+  return servers;
+}
+const subnetFormFields = () => subnetFields.map((f) => (ddnsPickers[f.name] === null || !ddnsPickers[f.name]
+  ? f : ddnsPickers[f.name].type === "select" ? ddnsPickers[f.name] : { ...f, ...ddnsPickers[f.name] }));
 
 function subnetList(prefix) {
   const slot = h("div", { class: "subnets" });
@@ -66,7 +86,7 @@ function subnetList(prefix) {
       type: "button", class: "button small",
       onclick: () => {
         clear(panel).append(form({
-          title: `New subnet in ${prefix.cidr}`, fields: [...subnetFields, tenantField], submitLabel: "Create subnet",
+          title: `New subnet in ${prefix.cidr}`, fields: [...subnetFormFields(), tenantField], submitLabel: "Create subnet",
           onSubmit: async (values) => { const s = await post("/subnets", { ...values, prefix_id: prefix.id }); location.hash = `#/subnets/${s.id}`; },
           onCancel: () => clear(panel),
         }));
@@ -79,7 +99,7 @@ function subnetList(prefix) {
 
 async function prefixes(view) {
   view.append(h("h1", {}, "Prefixes and subnets"));
-  if (can("operator")) await loadTenantField();
+  if (can("operator")) await Promise.all([loadTenantField(), loadDdnsPickers()]);
   const sec = crudSection({
     title: "Prefixes", noun: "prefix",
     fields: [{ name: "cidr", label: "CIDR", required: true, placeholder: "10.0.0.0/8" },
@@ -174,14 +194,18 @@ async function subnetPage(view, { args }) {
   view.append(top);
 
   const fields = section("Settings");
-  const dl = h("dl", { class: "kv" }, subnetFields.map((f) => [h("dt", {}, f.label),
-    h("dd", {}, Array.isArray(s[f.name]) ? dash(s[f.name].join(", ")) : typeof s[f.name] === "boolean" ? (s[f.name] ? "yes" : "no") : dash(s[f.name]))]));
+  const servers = await loadDdnsPickers();
+  const serverName = new Map((servers?.items || []).map((x) => [x.id, x.name]));
+  const shownValue = (f) => (f.name === "ddns_server_id" && serverName.has(s[f.name])
+    ? link("#/dns", serverName.get(s[f.name])) : Array.isArray(s[f.name]) ? dash(s[f.name].join(", "))
+      : typeof s[f.name] === "boolean" ? (s[f.name] ? "yes" : "no") : dash(s[f.name]));
+  const dl = h("dl", { class: "kv" }, subnetFields.map((f) => [h("dt", {}, f.label), h("dd", {}, shownValue(f))]));
   fields.append(dl);
   if (can("operator")) {
     const panel = h("div");
     fields.append(h("div", { class: "row" },
       h("button", { type: "button", class: "button small", onclick: () => {
-        clear(panel).append(form({ title: "Edit subnet", fields: subnetFields, initial: s,
+        clear(panel).append(form({ title: "Edit subnet", fields: subnetFormFields(), initial: s,
           onSubmit: async (v) => { await patch(`/subnets/${id}`, v); window.dispatchEvent(new HashChangeEvent("hashchange")); },
           onCancel: () => clear(panel) }));
         panel.querySelector("input")?.focus();
@@ -571,4 +595,5 @@ export const routes = [
   [/^\/tenants$/, tenants],
   [/^\/settings$/, settings],
   [/^\/license$/, licensePage],
+  ...dnsRoutes,
 ];

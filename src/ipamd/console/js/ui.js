@@ -89,7 +89,7 @@ function controlFor(field, value, id, describedBy) {
   return h("input", {
     ...common, type: field.type === "number" ? "number" : field.type === "datetime" ? "datetime-local" : "text",
     value: text, placeholder: field.placeholder, required: field.required, autocomplete: "off",
-    spellcheck: "false",
+    spellcheck: "false", list: field.suggestions ? `${id}-list` : null,
   });
 }
 
@@ -129,6 +129,7 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
     messages[field.name] = h("div", { id: msgId, class: "field-error", "aria-live": "polite" });
     el.append(h("div", { class: `field ${field.type === "checkbox" ? "check" : ""}`, dataset: { field: field.name } },
       h("label", { for: id }, field.label), control,
+      field.suggestions ? h("datalist", { id: `${id}-list` }, field.suggestions.map((v) => h("option", { value: v }))) : null,
       field.help ? h("div", { id: helpId, class: "help" }, field.help) : null,
       messages[field.name]));
   }
