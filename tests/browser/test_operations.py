@@ -257,6 +257,11 @@ async def test_admin_and_reference_pages(appliance: runtime.Running, tokens: dic
         page.get_by_role("button", name="Create tenant").click()
         expect(page.get_by_role("cell", name="acme", exact=True)).to_be_visible()
         v.go("#/settings")
+        # docs/relays.md: trust goes by the packet's source address, giaddr only picks the subnet.
+        trust = page.get_by_test_id("relay-trust")
+        expect(trust).to_contain_text("served only when its source address")
+        expect(trust).to_contain_text("giaddr (the relay's address on the client's segment")
+        expect(page.get_by_text("Relays (giaddr)")).to_have_count(0)
         page.get_by_label("Trusted relays (addresses or CIDRs, comma separated)").fill("10.9.0.0/16, 10.8.0.1")
         page.get_by_role("button", name="Save relays").click()
         expect(page.get_by_text("Set here: 10.9.0.0/16, 10.8.0.1", exact=False)).to_be_visible()
