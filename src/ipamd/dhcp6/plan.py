@@ -119,19 +119,35 @@ class Link:
     reservations: tuple[Reservation6, ...] = ()
     options: dict[int, bytes] = field(default_factory=dict)  # option data by code
     rapid_commit: bool = True  # RFC 8415 §18.3.1: the server must be configured to allow it
+    # Reservations by DUID and by address, made once: the decision asks for every address
+    # it probes (up to MAX_PROBES per pool), and a site may reserve thousands.
+    _by_duid: dict[Duid, Reservation6] = field(init=False, repr=False, compare=False)
+    _address_owner: dict[IPv6Address, Duid] = field(init=False, repr=False, compare=False)
+    _prefixed: tuple[Reservation6, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_duid: dict[Duid, Reservation6] = {}
+        owners: dict[IPv6Address, Duid] = {}
+        for reservation in self.reservations:
+            by_duid.setdefault(reservation.duid, reservation)  # the first one wins, as before
+            if reservation.address is not None:
+                owners.setdefault(reservation.address, reservation.duid)
+        object.__setattr__(self, "_by_duid", by_duid)  # frozen: set once, here
+        object.__setattr__(self, "_address_owner", owners)
+        object.__setattr__(self, "_prefixed",
+                           tuple(r for r in self.reservations if r.prefix is not None))
 
     def reservation(self, duid: Duid) -> Reservation6 | None:
-        for reservation in self.reservations:
-            if reservation.duid == duid:
-                return reservation
-        return None
+        return self._by_duid.get(duid)
 
     def reserved_for_another(self, address: IPv6Address, duid: Duid) -> bool:
+        if address not in self._address_owner:
+            return False
         return any(r.address == address and r.duid != duid for r in self.reservations)
 
     def prefix_reserved_for_another(self, prefix: IPv6Network, duid: Duid) -> bool:
         return any(r.prefix is not None and r.prefix.overlaps(prefix) and r.duid != duid
-                   for r in self.reservations)
+                   for r in self._prefixed)
 
     def excluded(self, address: IPv6Address) -> bool:
         return any(address in exclude for exclude in self.excludes)
