@@ -171,6 +171,9 @@ async def test_work_replay_of_a_failed_delivery(appliance: runtime.Running, toke
         rows.first.get_by_role("button", name="Replay", exact=False).click()
         page.get_by_role("dialog").get_by_role("button", name="Replay").click()
         expect(page.locator(".alert.ok")).to_have_text("Queued for delivery again.")
+        # The state's colour follows the row: no longer red once replayed.
+        expect(rows.first.locator(".badge")).to_have_class("badge pending")
+        expect(rows.first).to_have_attribute("data-state", "pending")
         page.get_by_role("tab", name="DNS").click()
         expect(page.get_by_text("No deliveries.")).to_be_visible()
 

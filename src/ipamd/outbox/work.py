@@ -1,4 +1,5 @@
-"""The operator's Work view of the outbox: list and read delivery rows, Replay a failed one.
+"""The operator's Work view of the outbox: list, count and read delivery rows, Replay a failed
+one or every failed one a filter selects.
 
 The scheduler's side of the same rows (claim, outcomes, retention) is ``queue``.
 """
@@ -62,24 +63,45 @@ class Filters:
     created_to: dt.datetime | None = None
 
 
-async def list_page(
-    conn: asyncpg.Connection, filters: Filters, before: uuid.UUID | None, limit: int
-) -> list[dict[str, Any]]:
-    """Newest first; the cursor walks ids (UUIDv7, creation order) downwards."""
-    rows = await conn.fetch(
-        f"""SELECT {_COLUMNS} FROM outbox o
-            WHERE ($1::uuid IS NULL OR o.id < $1)
+# The list's filters as SQL, parameters $2..$7 (the order of ``_args``); $1 is the cursor.
+_FILTERED = """($1::uuid IS NULL OR o.id < $1)
               AND ($2::text IS NULL OR o.kind = $2)
               AND ($3::text IS NULL OR o.state = $3)
               AND ($4::text IS NULL OR o.topic = $4)
               AND ($5::uuid IS NULL OR o.webhook_id = $5)
               AND ($6::timestamptz IS NULL OR o.created_at >= $6)
-              AND ($7::timestamptz IS NULL OR o.created_at < $7)
+              AND ($7::timestamptz IS NULL OR o.created_at < $7)"""
+
+# A bulk replay changes (and audits) at most this many rows in one transaction; the caller
+# asks again while ``more`` says so.
+REPLAY_BATCH = 500
+
+
+def _args(filters: Filters) -> tuple[Any, ...]:
+    return (filters.kind, filters.state, filters.topic, filters.webhook_id,
+            filters.created_from, filters.created_to)
+
+
+async def list_page(
+    conn: asyncpg.Connection, filters: Filters, before: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    """Newest first; the cursor walks ids (UUIDv7, creation order) downwards."""
+    rows = await conn.fetch(
+        f"""SELECT {_COLUMNS} FROM outbox o WHERE {_FILTERED}
             ORDER BY o.id DESC LIMIT $8""",
-        before, filters.kind, filters.state, filters.topic, filters.webhook_id,
-        filters.created_from, filters.created_to, limit + 1,
+        before, *_args(filters), limit + 1,
     )
     return [public(r) for r in rows]
+
+
+async def count(conn: asyncpg.Connection, filters: Filters) -> dict[str, int]:
+    """How many rows the list's filters select, and how many of them Replay would take."""
+    row = await conn.fetchrow(
+        f"""SELECT count(*) AS rows, count(*) FILTER (WHERE {_REPLAYABLE}) AS replayable
+            FROM outbox o WHERE {_FILTERED}""",
+        None, *_args(filters),
+    )
+    return {"count": row["rows"], "replayable": row["replayable"]}
 
 
 async def get(conn: asyncpg.Connection, outbox_id: uuid.UUID) -> dict[str, Any]:
@@ -104,6 +126,32 @@ async def get(conn: asyncpg.Connection, outbox_id: uuid.UUID) -> dict[str, Any]:
             {**dict(h), "duration_ms": round(h["duration_ms"], 3)} for h in history
         ],
     }
+
+
+async def replay_all(
+    conn: asyncpg.Connection, actor: str, filters: Filters, batch: int = REPLAY_BATCH
+) -> dict[str, Any]:
+    """Replay every replayable row the filters select (oldest first, ``batch`` at most),
+    each audited as a single Replay is; wakes the schedulers at commit."""
+    befores = await conn.fetch(
+        f"""SELECT {_COLUMNS} FROM outbox o WHERE {_FILTERED} AND {_REPLAYABLE}
+            ORDER BY o.id LIMIT $8 FOR UPDATE OF o SKIP LOCKED""",
+        None, *_args(filters), batch + 1,
+    )
+    chosen = befores[:batch]
+    afters = await conn.fetch(
+        f"""UPDATE outbox o SET state = 'pending', attempts = 0, next_attempt_at = now(),
+                claim = NULL, claimed_by = NULL, updated_at = now()
+            WHERE o.id = ANY($1::uuid[]) RETURNING {_COLUMNS}""",
+        [r["id"] for r in chosen],
+    )
+    after_of = {r["id"]: r for r in afters}
+    for before in chosen:
+        await audit.record(conn, actor, "replay", "outbox", before["id"], public(before),
+                           public(after_of[before["id"]]))
+    for kind in sorted({r["kind"] for r in afters}):
+        await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, kind)
+    return {"replayed": len(afters), "more": len(befores) > batch}
 
 
 async def replay(conn: asyncpg.Connection, actor: str, outbox_id: uuid.UUID) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""/outbox: the Work view (Work → DNS, Work → Webhooks) and Replay.
+"""/outbox: the Work view (Work → DNS, Work → Webhooks, Work → Alerts), its count and Replay.
 
-List and read: viewer and up. Replay (a failed row is delivered again): operator and up.
+List, count and read: viewer and up. Replay (a failed row is delivered again), one row or
+every failed row the list's filters select: operator and up.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
 from ipamd.api.instant import Instant
-from ipamd.api.router import RequestContext, Router
+from ipamd.api.router import Query, RequestContext, Router
 from ipamd.api.schemas import Page
 from ipamd.outbox import topics, work
 
 router = Router("outbox")
 
 
-class OutboxQuery(paging.PageQuery):
+class OutboxFilters(Query):
+    """The list's filters: also what a count and a bulk Replay select."""
+
     kind: Literal["webhook", "dns", "alert"] | None = Field(
         default=None, description="webhook, dns or alert")
     state: Literal["pending", "retrying", "delivered", "failed"] | None = None
@@ -37,6 +40,32 @@ class OutboxQuery(paging.PageQuery):
         if value is not None and value not in topics.KNOWN:
             raise ValueError(f"unknown topic; known topics: {', '.join(topics.KNOWN)}")
         return value
+
+    def filters(self) -> work.Filters:
+        return work.Filters(kind=self.kind, state=self.state, topic=self.topic,
+                            webhook_id=self.webhook_id, created_from=self.from_,
+                            created_to=self.to)
+
+
+class OutboxQuery(paging.PageQuery, OutboxFilters):
+    pass
+
+
+class ReplayQuery(OutboxFilters):
+    state: Literal["failed"] | None = Field(
+        default=None, description="only failed rows are ever replayed")
+
+
+class OutboxCount(BaseModel):
+    count: int = Field(description="rows the filters select")
+    replayable: int = Field(description="of them, rows Replay would take (failed, and their "
+                            "webhook still exists)")
+
+
+class ReplayResult(BaseModel):
+    replayed: int = Field(description="rows queued again, each audited as a single Replay")
+    more: bool = Field(description=f"more rows remain (at most {work.REPLAY_BATCH} are taken "
+                       "per call): call again")
 
 
 class OutboxRow(BaseModel):
@@ -86,12 +115,28 @@ async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
     q: OutboxQuery = ctx.query
     limit = paging.limit_of(q, ctx.state.config.limits)
     before = paging.after(q, [uuid.UUID])
-    filters = work.Filters(
-        kind=q.kind, state=q.state, topic=q.topic, webhook_id=q.webhook_id,
-        created_from=q.from_, created_to=q.to,
-    )
-    rows = await ctx.run(work.list_page, filters, before[0] if before else None, limit)
+    rows = await ctx.run(work.list_page, q.filters(), before[0] if before else None, limit)
     return paging.page(rows, limit, key=lambda r: [r["id"]])
+
+
+@router.route(
+    "GET", "/outbox/count", role="viewer",
+    summary="How many deliveries the list's filters select, and how many Replay would take",
+    query=OutboxFilters, response=OutboxCount, errors=(400, 401, 403),
+)
+async def count_outbox(ctx: RequestContext) -> dict[str, Any]:
+    q: OutboxFilters = ctx.query
+    return await ctx.run(work.count, q.filters())
+
+
+@router.route(
+    "POST", "/outbox/replay", role="operator",
+    summary="Replay every failed delivery the list's filters select (in batches: see more)",
+    query=ReplayQuery, response=ReplayResult, errors=(400, 401, 403),
+)
+async def replay_all_outbox(ctx: RequestContext) -> dict[str, Any]:
+    q: ReplayQuery = ctx.query
+    return await ctx.tx(work.replay_all, ctx.actor, q.filters())
 
 
 @router.route(

@@ -415,18 +415,51 @@ async function history(view, { params }) {
 
 // ---- Work (outbox) -----------------------------------------------------------------------
 
-const target = (r) => r.target || (r.webhook_id ? `webhook ${r.webhook_id}` : "—");
+// Webhook names for admins (operators may not read webhooks: the id stays).
+let hookNames = new Map();
+const target = (r) => r.target || (r.webhook_id ? `webhook ${hookNames.get(r.webhook_id) || r.webhook_id}` : "—");
+const KINDS = [["webhook", "Webhooks", "webhook"], ["dns", "DNS", "DNS"], ["alert", "Alerts", "alert"]];
+
+// The badge and the row's state class follow the row's state (a replayed row is no longer red).
+function showState(tr, state) {
+  tr.querySelector(".badge").replaceWith(badge(state));
+  tr.dataset.state = state;
+}
+
+async function replayAll(kind, noun, replayable, slot) {
+  const many = replayable === 1 ? `1 failed ${noun} delivery` : `${replayable} failed ${noun} deliveries`;
+  if (!(await confirmDialog(`Replay ${many}? Each is queued again with a fresh attempt budget.`, `Replay ${replayable}`))) return;
+  let replayed = 0;
+  try {
+    // The API takes a batch per call and says when more remain; bounded, as a row count is.
+    for (let round = 0; round < 1000; round += 1) {
+      const r = await post(`/outbox/replay${query({ kind, state: "failed" })}`);
+      replayed += r.replayed;
+      if (!r.more || r.replayed === 0) break;
+    }
+  } catch (error) { clear(slot).append(errorBox(error)); return; }
+  sessionStorage.setItem("ipamd.work.notice", `Queued ${replayed} ${replayed === 1 ? "delivery" : "deliveries"} for delivery again.`);
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
 
 async function work(view, { params }) {
   const kind = params.get("kind") || "webhook";
   const state = params.get("state") || "";
+  const noun = (KINDS.find(([k]) => k === kind) || KINDS[0])[2];
   view.append(h("h1", {}, "Work"));
-  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Work kind" }, [["webhook", "Webhooks"], ["dns", "DNS"]].map(([k, label]) =>
+  if (can("admin")) {
+    try { hookNames = new Map((await get("/webhooks", { limit: 1000 })).items.map((w) => [w.id, w.name])); } catch { /* ids stay */ }
+  }
+  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Work kind" }, KINDS.map(([k, label]) =>
     h("a", { role: "tab", "aria-selected": String(k === kind), href: `#/work${query({ kind: k, state })}`, class: k === kind ? "tab active" : "tab" }, label)));
   const states = h("div", { class: "chips", role: "group", "aria-label": "State" }, ["", "pending", "retrying", "failed", "delivered"].map((s) =>
     h("a", { href: `#/work${query({ kind, state: s })}`, class: s === state ? "chip active" : "chip", "aria-current": s === state ? "true" : null }, s || "all")));
   const detail = h("div", { class: "panel" });
+  const said = sessionStorage.getItem("ipamd.work.notice");
+  if (said) { sessionStorage.removeItem("ipamd.work.notice"); detail.append(notice(said)); }
+  const summary = h("div", { class: "row table-tools" });
   const table = pagedTable({
+    rowProps: (r) => ({ dataset: { state: r.state } }),
     columns: [
       { label: "Created", value: (r) => fmtTime(r.created_at) }, { label: "Topic", value: (r) => r.topic },
       { label: "Target", value: target }, { label: "State", value: (r) => badge(r.state) },
@@ -435,11 +468,10 @@ async function work(view, { params }) {
       { label: "Actions", value: (r) => h("div", { class: "row-actions" },
         h("button", { type: "button", class: "button small", onclick: () => showAttempts(r.id, detail) }, "Attempts"),
         can("operator") && r.replayable ? h("button", { type: "button", class: "button small", "aria-label": `Replay ${r.topic} ${r.id}`, onclick: async (e) => {
-          if (!(await confirmDialog(`Replay this ${r.topic} delivery to ${r.target || "its target"}?`, "Replay"))) return;
+          if (!(await confirmDialog(`Replay this ${r.topic} delivery to ${target(r)}?`, "Replay"))) return;
           try {
             const fresh = await post(`/outbox/${r.id}/replay`);
-            const tr = e.target.closest("tr");
-            tr.querySelector(".badge").textContent = fresh.state || "pending";
+            showState(e.target.closest("tr"), fresh.state || "pending");
             e.target.remove();
             clear(detail).append(notice("Queued for delivery again."));
           } catch (error) { clear(detail).append(errorBox(error)); }
@@ -447,7 +479,15 @@ async function work(view, { params }) {
     ],
     load: pageOf("/outbox", { kind, state }), empty: "No deliveries.",
   });
-  view.append(tabs, states, detail, table);
+  view.append(tabs, states, summary, detail, table);
+  try {
+    const n = await get("/outbox/count", { kind, state });
+    summary.append(h("span", { "data-testid": "work-count" }, `${n.count} ${n.count === 1 ? "delivery" : "deliveries"}`));
+    if (can("operator") && n.replayable > 0 && (state === "" || state === "failed")) {
+      summary.append(h("button", { type: "button", class: "button small danger",
+        onclick: () => replayAll(kind, noun, n.replayable, detail) }, `Replay all failed (${n.replayable})`));
+    }
+  } catch (error) { summary.append(errorBox(error)); }
   await table.ready;
 }
 
