@@ -528,15 +528,19 @@ class Op6:
 
     __slots__ = ("client_key", "duid", "event", "expires", "giaddr", "ia_type", "iaid", "ip",
                  "kind", "lease_id", "mac", "ok", "preferred", "prefix_length", "remote_id",
-                 "seconds", "subnet_id", "subscriber_id", "valid")
+                 "seconds", "subnet_id", "subscriber_id", "supersede", "valid")
 
     def __init__(
-        self, kind: OpKind, subnet_id: uuid.UUID, ip: str, prefix_length: int, duid: bytes,
+        self, kind: OpKind, subnet_id: uuid.UUID, ip: ipaddress.IPv6Address, prefix_length: int,
+        duid: bytes,
         iaid: int, ia_type: str, *, preferred: int = 0, valid: int = 0, seconds: int = 0,
         giaddr: str | None = None, remote_id: bytes | None = None,
-        subscriber_id: bytes | None = None, mac: str | None = None,
+        subscriber_id: bytes | None = None, mac: str | None = None, supersede: bool = False,
     ) -> None:
         self.kind = kind
+        # A grant for an IA that may hold another binding (the server's cache says so):
+        # that one is released first (_SUPERSEDE6); else the insert alone suffices.
+        self.supersede = supersede
         self.subnet_id = subnet_id
         self.ip = ip
         self.prefix_length = prefix_length
@@ -591,20 +595,20 @@ _V6_ROWS = """r AS (
     SELECT * FROM unnest($1::int4[], $2::int2[], $3::uuid[], $4::inet[], $5::int2[],
                          $6::bytea[], $7::text[], $8::int8[], $9::text[], $10::int4[],
                          $11::int4[], $12::int4[], $13::inet[], $14::bytea[], $15::bytea[],
-                         $16::text[])
+                         $16::text[], $17::bool[])
         AS r(i, kind, subnet_id, ip, prefix_length, client_key, duid, iaid, ia_type,
-             preferred, valid, seconds, giaddr, remote_id, subscriber_id, mac)
+             preferred, valid, seconds, giaddr, remote_id, subscriber_id, mac, supersede)
 )"""
 _V6_FIELDS = ("kind", "subnet_id", "ip", "prefix_length", "client_key", "duid", "iaid",
               "ia_type", "preferred", "valid", "seconds", "giaddr", "remote_id",
-              "subscriber_id", "mac")
+              "subscriber_id", "mac", "supersede")
 
 _SUPERSEDE6 = f"""
 WITH {_V6_ROWS}, ended AS (
     UPDATE leases l SET state = 'released', expires_at = now(), sweep_at = now(),
         updated_at = now()
     FROM r
-    WHERE r.kind = {OpKind.INSERT:d} AND l.subnet_id = r.subnet_id
+    WHERE r.kind = {OpKind.INSERT:d} AND r.supersede AND l.subnet_id = r.subnet_id
       AND l.client_key = r.client_key AND l.state = 'active' AND l.ip <> r.ip
     RETURNING l.*, 'released'::text AS event
 ){event_ctes("ended", "event")}
@@ -680,11 +684,13 @@ async def commit6(conn: asyncpg.Connection, groups: list[Ops6], trusting: bool =
     if not ops:
         return False
     args = _v6_arrays(ops)
-    async with conn.transaction():
-        if any(op.kind == OpKind.INSERT for op in ops):
+    if any(op.supersede for op in ops):  # rare: two statements, one transaction
+        async with conn.transaction():
             await conn.fetchval(_SUPERSEDE6, *args)
+            rows = await conn.fetch(_COMMIT6, *args)
+    else:  # one statement, its own transaction: one round trip for the batch
         rows = await conn.fetch(_COMMIT6, *args)
-    inserts = {(op.subnet_id, str(ipaddress.ip_address(op.ip)), op.client_key): i
+    inserts = {(op.subnet_id, str(op.ip), op.client_key): i
                for i, op in enumerate(ops) if op.kind == OpKind.INSERT}
     for i, lease_id, event, expires, ip, client_key, subnet_id in rows:
         if i is None:
@@ -714,7 +720,7 @@ async def load_live6(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
 
 
 async def load_some6(conn: asyncpg.Connection, duids: list[str],
-                     ips: list[str]) -> list[tuple[Any, ...]]:
+                     ips: list[ipaddress.IPv6Address]) -> list[tuple[Any, ...]]:
     """The live DHCPv6 bindings of these DUIDs or at these addresses (as ``load_live6``):
     what a DHCPv6 server looks at again after the database refused its picture of them."""
     rows = await conn.fetch(_LIVE6 + " AND (duid = ANY($1::text[]) OR ip = ANY($2::inet[]))",

@@ -76,6 +76,10 @@ class BindingCache:
                 index += 1
         return None
 
+    def has_ia(self, duid: Duid, iaid: int, ia_type: IaType) -> bool:
+        """Any binding of that IA, lapsed ones too (the database may not have swept them)."""
+        return bool(self._by_ia.get((duid.raw, iaid, ia_type)))
+
     def _live(self, lease_id: uuid.UUID | None, now: float) -> Binding | None:
         if lease_id is None:
             return None

@@ -245,7 +245,7 @@ class Dhcp6Server:
         link_layer = relayed.client_link_layer
         link_address = relayed.link_address
         return Op6(
-            _KINDS[change.kind], uuid.UUID(change.subnet_id), str(change.address),
+            _KINDS[change.kind], uuid.UUID(change.subnet_id), change.address,
             change.prefix_length, change.duid.raw, change.iaid, ia_name(change.ia_type),
             preferred=change.preferred, valid=change.valid,
             seconds=self.config.decline_probation_seconds,
@@ -253,6 +253,8 @@ class Dhcp6Server:
             remote_id=None if remote is None else remote.encode(),
             subscriber_id=relayed.subscriber_id,
             mac=None if link_layer is None else link_layer.mac,
+            supersede=(change.kind is ChangeKind.GRANT
+                       and self.cache.has_ia(change.duid, change.iaid, change.ia_type)),
         )
 
     def _send(self, ep: Endpoint, peer: tuple[str, int], relayed: relay.Relayed,
@@ -308,9 +310,8 @@ class Dhcp6Server:
             if op.kind == OpKind.INSERT:  # the IA's other binding was released with it
                 self.cache.drop_ia(duid, op.iaid, change_type)
             state = "declined" if op.kind == OpKind.DECLINE else "active"
-            self.cache.put(op.lease_id, Binding(change_type, duid, op.iaid,
-                                                IPv6Address(op.ip), op.prefix_length, state,
-                                                op.expires))
+            self.cache.put(op.lease_id, Binding(change_type, duid, op.iaid, op.ip,
+                                                op.prefix_length, state, op.expires))
 
     async def _decide_again(self, refused: list[Pending]) -> None:
         """The database refused these messages' picture of the bindings: read those
@@ -327,7 +328,7 @@ class Dhcp6Server:
             return
         for item in refused:
             for op in item.op.ops:
-                self.cache.drop_at(IPv6Address(op.ip), op.prefix_length)
+                self.cache.drop_at(op.ip, op.prefix_length)
                 self.cache.drop_ia(Duid(op.duid_raw), op.iaid, IA_TYPES[op.ia_type])
         self.cache.load(rows)
         for item in refused:

@@ -341,3 +341,27 @@ async def test_mutated_datagrams_never_stop_the_server(dhcp6: Running6) -> None:
     assert counters.drops["internal_error"] == 0
     handled = sum(counters.drops.values()) + sum(counters.received.values())
     assert handled >= sent  # every datagram was looked at (received or dropped)
+
+
+async def test_a_new_reservation_supersedes_the_held_binding(dhcp6: Running6) -> None:
+    address, _ = await _grant(dhcp6, 15, 0xE00)
+    duid = client_duid(15)
+    reserved = "2001:db8:77:1::cafe"
+    await dhcp6.db.run(lambda conn: conn.execute(
+        "INSERT INTO reservations (subnet_id, ip, duid) SELECT id, $1, $2 FROM subnets",
+        reserved, duid.text))
+
+    async def reloaded() -> bool:
+        link = dhcp6.server.plans.current.plan.link_for(IPv6Address(reserved))
+        return link is not None and link.reservation(duid) is not None
+
+    await until(reloaded, "the plan reloaded with the reservation")
+    reply = await dhcp6.relay.exchange(message(p.REQUEST, 0xE02, duid,
+                                               server=dhcp6.server.server_duid, na=[address]))
+    assert reply is not None
+    ia = reply.first(IaNa)
+    assert ia is not None
+    given = {str(a.address): a.valid for a in ia.addresses}
+    assert given == {reserved: 4000, address: 0}  # the old one retired (lifetimes 0)
+    states = {lease["ip"]: lease["state"] for lease in await _leases(dhcp6.db, duid.text)}
+    assert states == {address: "released", reserved: "active"}
