@@ -48,7 +48,7 @@ from ipamd.ops import service as ops_service
 from ipamd.ops.metrics import ApiLatency
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
-from ipamd.state import AppState
+from ipamd.state import AppState, DhcpControl
 from ipamd.tls import ensure_self_signed, harden_server_context, load_pair
 from ipamd.workers import gc_pacer, history_retention, housekeeping, lease_journal
 
@@ -76,6 +76,11 @@ def _dns_delivery(gate: Gate) -> Service:
 CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery}
 
 
+def running_dhcp(state: AppState) -> list[DhcpControl]:
+    """This node's running DHCP servers: DHCPv4's and DHCPv6's, either or both."""
+    return [server for server in (state.dhcp, state.dhcp6) if server is not None]
+
+
 class DhcpAtCeiling:
     """Is this node's DHCP server at its ceiling? Busy once, for at least BUSY_ABOVE of a
     sample interval, every commit worker was busy while ops waited for one (the database is
@@ -90,17 +95,20 @@ class DhcpAtCeiling:
     def __init__(self, state: AppState) -> None:
         self.state = state
         self.busy = False
-        self._last: tuple[float, float, float] | None = None  # (time, the two figures)
+        # (time, the two figures, how many servers gave them)
+        self._last: tuple[float, float, float, int] | None = None
         self._calm_since: float | None = None
 
     def __call__(self) -> bool:
-        dhcp, now = self.state.dhcp, trio.current_time()
-        if dhcp is None:
+        servers, now = running_dhcp(self.state), trio.current_time()
+        if not servers:
             self._last, self.busy = None, False
             return False
-        saturated, receiving = dhcp.saturated_seconds(), dhcp.receiving_seconds()
-        last, self._last = self._last, (now, saturated, receiving)
-        if last is None or now <= last[0]:
+        # Both servers share this process and the database: their figures add up.
+        saturated = sum(server.saturated_seconds() for server in servers)
+        receiving = sum(server.receiving_seconds() for server in servers)
+        last, self._last = self._last, (now, saturated, receiving, len(servers))
+        if last is None or now <= last[0] or last[3] != len(servers):
             return self.busy
         share = max(saturated - last[1], receiving - last[2]) / (now - last[0])
         if share >= self.BUSY_ABOVE:
@@ -146,17 +154,17 @@ class LeaseChurn:
         self.state = state
         self.per_second = per_second
         self.busy = False
-        self._last: tuple[float, int] | None = None  # (time, lease changes so far)
+        self._last: tuple[float, int, int] | None = None  # (time, changes so far, servers)
         self._calm_since: float | None = None
 
     def __call__(self) -> bool:
-        dhcp, now = self.state.dhcp, trio.current_time()
-        if dhcp is None:
+        servers, now = running_dhcp(self.state), trio.current_time()
+        if not servers:
             self._last, self.busy, self._calm_since = None, False, None
             return False
-        changes = dhcp.lease_changes()
-        last, self._last = self._last, (now, changes)
-        if last is None or now <= last[0]:
+        changes = sum(server.lease_changes() for server in servers)
+        last, self._last = self._last, (now, changes, len(servers))
+        if last is None or now <= last[0] or last[2] != len(servers):
             return self.busy
         if (changes - last[1]) / (now - last[0]) >= self.per_second:
             self.busy, self._calm_since = True, None

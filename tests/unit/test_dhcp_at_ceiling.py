@@ -46,7 +46,7 @@ async def _step(signal: DhcpAtCeiling, dhcp: Dhcp, share: float) -> bool:
 async def test_busy_at_the_ceiling_then_idle_after_a_calm_second(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Dhcp()
-    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp))  # type: ignore[arg-type]
+    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
     assert signal() is False  # the first sample has nothing to compare with
     assert [await _step(signal, dhcp, 0.1) for _ in range(5)] == [False] * 5
     assert await _step(signal, dhcp, 0.6) is True
@@ -63,7 +63,7 @@ async def test_busy_at_the_ceiling_then_idle_after_a_calm_second(
 async def test_a_receive_loop_that_never_waits_is_busy_too(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Dhcp()
-    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp))  # type: ignore[arg-type]
+    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
     signal()
     dhcp.receiving += 0.08  # the process is the limit; the commit workers keep up
     await trio.sleep(0.1)
@@ -71,7 +71,7 @@ async def test_a_receive_loop_that_never_waits_is_busy_too(
 
 
 async def test_no_dhcp_server_is_never_busy(autojump_clock: trio.testing.MockClock) -> None:
-    state = SimpleNamespace(dhcp=None)
+    state = SimpleNamespace(dhcp=None, dhcp6=None)
     signal = DhcpAtCeiling(state)  # type: ignore[arg-type]
     assert signal() is False
     state.dhcp = Dhcp()
@@ -96,7 +96,7 @@ async def _churn(signal: LeaseChurn, dhcp: Churn, per_second: float) -> bool:
 async def test_lease_changes_below_the_ceiling_then_a_calm_second(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Churn()
-    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp), GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
+    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp, dhcp6=None), GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     assert signal() is False
     steady = GC_CHURN_PER_SECOND / 2  # a network's renewals
     assert [await _churn(signal, dhcp, steady) for _ in range(8)] == [False] * 8
@@ -109,7 +109,7 @@ async def test_lease_changes_below_the_ceiling_then_a_calm_second(
 
 
 async def test_no_dhcp_server_means_no_churn(autojump_clock: trio.testing.MockClock) -> None:
-    state = SimpleNamespace(dhcp=Churn())
+    state = SimpleNamespace(dhcp=Churn(), dhcp6=None)
     signal = LeaseChurn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     signal()
     state.dhcp.changes += 10_000
@@ -117,6 +117,29 @@ async def test_no_dhcp_server_means_no_churn(autojump_clock: trio.testing.MockCl
     assert signal() is True
     state.dhcp = None  # the server stopped
     assert signal() is False
+
+
+async def test_a_dhcpv6_storm_counts_too(autojump_clock: trio.testing.MockClock) -> None:
+    """The DHCPv6 server shares the process and the database: its changes count alone, and
+    with the DHCPv4 server's (a server starting is not a storm)."""
+    state = SimpleNamespace(dhcp=None, dhcp6=Churn())
+    signal = LeaseChurn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
+    signal()
+    state.dhcp6.changes += 10_000
+    await trio.sleep(0.25)
+    assert signal() is True
+    calm = []
+    for _ in range(6):
+        await trio.sleep(0.25)
+        calm.append(signal())
+    assert calm[-1] is False  # calm for a second
+    state.dhcp = Churn()
+    state.dhcp.changes = 50_000  # its count so far, not a change since the last look
+    assert signal() is False
+    state.dhcp.changes += 1_000
+    state.dhcp6.changes += 1_000
+    await trio.sleep(0.25)
+    assert signal() is True  # 8,000 a second between them
 
 
 def test_either_asks_every_signal() -> None:
@@ -152,8 +175,9 @@ async def test_the_deriver_waits_out_a_storm_below_the_ceiling_from_its_own_rate
         autojump_clock: trio.testing.MockClock) -> None:
     off = SimpleNamespace(enabled=False)
     dhcp = Server()
-    state = SimpleNamespace(dhcp=dhcp, config=SimpleNamespace(outbox=off, dns=off, dhcp=off,
-                                                               ops=off))
+    state = SimpleNamespace(dhcp=dhcp, dhcp6=None,
+                            config=SimpleNamespace(outbox=off, dns=off, dhcp=off, dhcp6=off,
+                                                   ops=off))
     holds = _holds(state)
     assert sorted(holds) == ["gc_pacer", "lease_journal"]
     assert [hold() for hold in holds.values()] == [False, False]

@@ -31,6 +31,8 @@ def _addresses(state: AppState) -> dict[str, Any]:
     found: dict[str, Any] = {"api": list(state.api_binds)}
     if state.dhcp is not None:
         found["dhcp"] = [f"{host}:{port}" for host, port in state.dhcp.addresses]
+    if state.dhcp6 is not None:
+        found["dhcp6"] = [f"[{host}]:{port}" for host, port in state.dhcp6.addresses]
     return found
 
 
