@@ -23,6 +23,9 @@ from ipamd.dhcp6.options import (
     StatusCode,
 )
 from ipamd.dhcp6.plan import IaType
+from ipamd.state import AppState
+from tests.conftest import make_config
+from tests.integration.dhcp.harness import dhcp_section, serve
 from tests.integration.dhcp6.conftest import Running6, start_server
 from tests.integration.dhcp6.harness import (
     PD_PREFIX,
@@ -365,3 +368,14 @@ async def test_a_new_reservation_supersedes_the_held_binding(dhcp6: Running6) ->
     assert given == {reserved: 4000, address: 0}  # the old one retired (lifetimes 0)
     states = {lease["ip"]: lease["state"] for lease in await _leases(dhcp6.db, duid.text)}
     assert states == {address: "released", reserved: "active"}
+
+
+async def test_the_dhcpv4_server_starts_beside_v6_bindings(dhcp6: Running6, nursery: Any) -> None:
+    """One lease table: the DHCPv4 server's start (and resync) reads only IPv4 leases."""
+    await _grant(dhcp6, 16, 0xF00)
+    config = make_config(dhcp6.state.config.database.dsn, dhcp=dhcp_section(9))
+    served = await serve(nursery, AppState(config=config, db=dhcp6.db))
+    try:
+        assert len(served.server.cache) == 0
+    finally:
+        await served.stop()
