@@ -1,4 +1,5 @@
-"""GET /leases, GET /leases/{lease_id}, POST /leases/{lease_id}/release."""
+"""GET /leases (filtered, sorted), GET /leases/count, GET /leases/{lease_id},
+POST /leases/{lease_id}/release, POST /leases/release (many at once)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ipamd.api import paging
-from ipamd.api.router import RequestContext, Router
+from ipamd.api.errors import bad_request
+from ipamd.api.router import Body, Query, RequestContext, Router
+from ipamd.api.routes.ipam_fields import Id
 from ipamd.api.schemas import Page
 from ipamd.core import identifiers
 from ipamd.ipam import leases
@@ -52,7 +55,13 @@ class LeaseOut(BaseModel):
     updated_at: dt.datetime
 
 
-class LeaseQuery(paging.PageQuery):
+LeaseSort = Literal["ip", "-ip", "state", "-state", "mac", "-mac", "hostname", "-hostname",
+                    "expires_at", "-expires_at"]
+
+
+class LeaseFilters(Query):
+    """The list's filters: also what a count selects."""
+
     subnet_id: uuid.UUID | None = None
     state: Literal["offered", "active", "released", "expired", "declined"] | None = None
     ip: str | None = Field(default=None, description="an IPv4 or IPv6 address (for a "
@@ -80,19 +89,94 @@ class LeaseQuery(paging.PageQuery):
             return None
         return identifiers.lookup_mac(value)
 
+    def filters(self) -> leases.LeaseFilter:
+        return leases.LeaseFilter(subnet_id=self.subnet_id, state=self.state, ip=self.ip,
+                                  mac=self.mac, hostname=self.hostname)
+
+
+class LeaseQuery(paging.PageQuery, LeaseFilters):
+    sort: LeaseSort | None = Field(
+        default=None, description="order by this field, then lease_id; a leading - reverses "
+        "it (hostname ignores case, a missing mac or hostname sorts first). Default: lease_id, "
+        "oldest first")
+
+
+class LeaseCount(BaseModel):
+    count: int = Field(description="leases the filters select")
+
+
+class ReleaseMany(Body):
+    lease_ids: list[Id] = Field(min_length=1, max_length=1000,
+                                description="the leases to release (unknown or no longer live "
+                                "ones are skipped, with the reason)")
+
+
+class ReleaseSkipped(BaseModel):
+    lease_id: uuid.UUID
+    reason: str = Field(description="why it was not released (unknown, or no longer live)")
+
+
+class ReleaseManyOut(BaseModel):
+    released: list[LeaseOut] = Field(description="each as a single Release leaves it, audited")
+    skipped: list[ReleaseSkipped]
+
+
+def _sort_cursor(q: LeaseQuery, sort: str) -> tuple[Any, uuid.UUID] | None:
+    """The cursor of a sorted page: the last row's sort key (checked as its type) and id."""
+    if sort == "expires_at":
+        found = paging.after(q, [dt.datetime, uuid.UUID])
+        return None if found is None else (found[0], found[1])
+    found = paging.after(q, [str, uuid.UUID])
+    if found is None:
+        return None
+    if sort == "ip":
+        try:
+            return (ipaddress.ip_address(found[0]), found[1])
+        except ValueError:
+            raise bad_request("invalid cursor (take it from next_cursor)") from None
+    return (found[0], found[1])
+
 
 @router.route(
     "GET", "/leases", role="viewer", summary="List leases (filters: subnet_id, state, ip, mac, "
-    "hostname)", query=LeaseQuery, response=Page[LeaseOut], errors=(400, 401, 403),
+    "hostname; sort)", query=LeaseQuery, response=Page[LeaseOut], errors=(400, 401, 403),
 )
 async def list_leases(ctx: RequestContext) -> dict[str, Any]:
     q: LeaseQuery = ctx.query
     limit = paging.limit_of(q, ctx.state.config.limits)
-    after = paging.after(q, [uuid.UUID])
-    f = leases.LeaseFilter(subnet_id=q.subnet_id, state=q.state, ip=q.ip, mac=q.mac,
-                           hostname=q.hostname)
-    rows = await ctx.run(leases.list_page, f, after[0] if after else None, limit)
+    if q.sort is not None:
+        sort = q.sort.lstrip("-")
+        after = _sort_cursor(q, sort)
+        pairs = await ctx.run(leases.sorted_page, q.filters(), sort, q.sort.startswith("-"),
+                              after, limit)
+        return paging.page(pairs, limit, key=lambda p: [p[1], p[0]["lease_id"]],
+                           render=lambda p: p[0])
+    first = paging.after(q, [uuid.UUID])
+    rows = await ctx.run(leases.list_page, q.filters(), first[0] if first else None, limit)
     return paging.page(rows, limit, key=lambda r: [r["lease_id"]])
+
+
+@router.route(
+    "GET", "/leases/count", role="viewer", summary="How many leases the list's filters select",
+    query=LeaseFilters, response=LeaseCount, errors=(400, 401, 403),
+)
+async def count_leases(ctx: RequestContext) -> dict[str, Any]:
+    q: LeaseFilters = ctx.query
+    return {"count": await ctx.run(leases.count, q.filters())}
+
+
+@router.route(
+    "POST", "/leases/release", role="operator",
+    summary="Force-release many leases in one transaction (each as a single Release)",
+    body=ReleaseMany, response=ReleaseManyOut, errors=(400, 401, 403, 422),
+)
+async def release_leases(ctx: RequestContext) -> dict[str, Any]:
+    body: ReleaseMany = ctx.body
+    done = await ctx.tx(leases.release_many, ctx.actor, body.lease_ids)
+    for server in (ctx.state.dhcp, ctx.state.dhcp6):
+        if server is not None and done["released"]:
+            server.forget([(r["lease_id"], r["subnet_id"], "released") for r in done["released"]])
+    return done
 
 
 @router.route(

@@ -6,7 +6,7 @@ import { dnsRoutes, pickerOf } from "./dns.js";
 import { addressMap } from "./map.js";
 import * as opsPages from "./ops.js";
 import {
-  badge, bar, confirmDialog, errorBox, fmtTime, form, link, notice, pagedTable, secretBox, section,
+  badge, bar, confirmDialog, downloadCsv, errorBox, fmtTime, form, link, notice, pagedTable, secretBox, section,
 } from "./ui.js";
 
 const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
@@ -289,12 +289,23 @@ function filterForm(fields, params, target) {
   });
 }
 
+// Sort and filters live in the page's link: a header click changes the link (#/leases?sort=-ip).
+function sortTo(target, params) {
+  return (sort) => {
+    const q = Object.fromEntries(params);
+    delete q.cursor;
+    location.hash = `${target}${query({ ...q, sort })}`;
+  };
+}
+
 async function leases(view, { params }) {
   view.append(h("h1", {}, "Leases"));
   // The subnet filter lists the first 200 subnets; a deep link to any other still works.
   let subnetFilter = { name: "subnet_id", label: "Subnet id" };
+  const cidrOf = new Map();
   try {
     const page = await get("/subnets", { limit: 200 });
+    for (const x of page.items) cidrOf.set(x.id, x.cidr);
     const options = [["", "any"], ...page.items.map((x) => [x.id, x.name ? `${x.cidr} ${x.name}` : x.cidr])];
     const wanted = params.get("subnet_id");
     if (!wanted || options.some(([v]) => v === wanted)) subnetFilter = { name: "subnet_id", label: "Subnet", type: "select", options };
@@ -307,31 +318,79 @@ async function leases(view, { params }) {
   const f = filterForm(filters, params, "#/leases");
   f.classList.add("filters");
   const message = h("div");
+  const filter = Object.fromEntries([...params].filter(([k]) => filters.some((x) => x.name === k)));
+  const sort = params.get("sort") || "";
   // limit (page size) is honoured from the link too: #/leases?limit=100
-  const p = Object.fromEntries([...params].filter(([k]) => k === "limit" || filters.some((x) => x.name === k)));
+  const p = { ...filter, ...(sort ? { sort } : {}), ...(params.get("limit") ? { limit: params.get("limit") } : {}) };
+  const live = (l) => ["active", "offered"].includes(l.state);
+  const tools = h("div", { class: "row table-tools" });
+  const releaseSelected = h("button", { type: "button", class: "button small danger", disabled: true, onclick: async () => {
+    const rows = table.selected().filter(live);
+    if (!rows.length) return;
+    const names = rows.slice(0, 5).map((l) => l.ip).join(", ") + (rows.length > 5 ? `, and ${rows.length - 5} more` : "");
+    if (!(await confirmDialog(`Force release of ${rows.length} ${rows.length === 1 ? "lease" : "leases"} (${names})? Their clients lose their addresses.`, `Release ${rows.length}`))) return;
+    try {
+      const done = await post("/leases/release", { lease_ids: rows.map((l) => l.lease_id) });
+      for (const l of done.released) {
+        const tr = view.querySelector(`tr[data-lease="${l.lease_id}"]`);
+        if (!tr) continue;
+        tr.querySelector(".badge").replaceWith(badge("released"));
+        const box = tr.querySelector("input.row-select");
+        if (box) { box.checked = false; box.disabled = true; box.dispatchEvent(new Event("change")); }
+        tr.querySelector("button.danger")?.remove();
+      }
+      const skipped = done.skipped.length ? ` ${done.skipped.length} skipped: ${done.skipped.map((x) => x.reason).join("; ")}` : "";
+      clear(message).append(notice(`Released ${done.released.length} ${done.released.length === 1 ? "lease" : "leases"}.${skipped}`));
+    } catch (error) { clear(message).append(errorBox(error)); }
+  } }, "Release selected");
+  const columns = [
+    { label: "IP", sort: "ip", value: (l) => link(`#/history?ip=${l.ip}`, l.ip), csv: (l) => l.ip },
+    { label: "State", sort: "state", value: (l) => badge(l.state), csv: (l) => l.state },
+    { label: "MAC", sort: "mac", value: (l) => dash(l.mac), csv: (l) => l.mac },
+    { label: "Hostname", sort: "hostname", value: (l) => dash(l.hostname), csv: (l) => l.hostname },
+    { label: "Subnet", value: (l) => link(`#/subnets/${l.subnet_id}`, cidrOf.get(l.subnet_id) || "subnet"), csv: (l) => cidrOf.get(l.subnet_id) || l.subnet_id },
+    { label: "Expires", sort: "expires_at", value: (l) => fmtTime(l.expires_at), csv: (l) => l.expires_at },
+  ];
   const table = pagedTable({
-    columns: [
-      { label: "IP", value: (l) => link(`#/history?ip=${l.ip}`, l.ip) }, { label: "State", value: (l) => badge(l.state) },
-      { label: "MAC", value: (l) => dash(l.mac) }, { label: "Hostname", value: (l) => dash(l.hostname) },
-      { label: "Subnet", value: (l) => link(`#/subnets/${l.subnet_id}`, "subnet") },
-      { label: "Expires", value: (l) => fmtTime(l.expires_at) },
-      ...(can("operator") ? [{ label: "Actions", value: (l) => (["active", "offered"].includes(l.state) ? h("button", {
+    rowProps: (l) => ({ dataset: { lease: l.lease_id } }),
+    columns: [...columns,
+      ...(can("operator") ? [{ label: "Actions", value: (l) => (live(l) ? h("button", {
         type: "button", class: "button small danger", "aria-label": `Release ${l.ip}`,
         onclick: async (e) => {
           if (!(await confirmDialog(`Force release of ${l.ip}${l.hostname ? ` (${l.hostname})` : ""}? The client loses its address.`, "Release"))) return;
           try {
             await post(`/leases/${l.lease_id}/release`);
-            e.target.closest("tr").querySelector(".badge").textContent = "released";
+            const tr = e.target.closest("tr");
+            tr.querySelector(".badge").replaceWith(badge("released"));
+            const box = tr.querySelector("input.row-select");
+            if (box) { box.checked = false; box.disabled = true; box.dispatchEvent(new Event("change")); }
             e.target.remove();
             clear(message).append(notice(`Released ${l.ip}.`));
           } catch (error) { clear(message).append(errorBox(error)); }
         },
-      }, "Release") : "") }] : []),
-    ],
+      }, "Release") : "") }] : [])],
     load: pageOf("/leases", p),
+    sort, onSort: sortTo("#/leases", params),
+    total: async () => (await get("/leases/count", filter)).count,
+    select: can("operator") ? {
+      enabled: live, label: (l) => l.ip,
+      onChange: (rows) => {
+        const n = rows.filter(live).length;
+        releaseSelected.disabled = n === 0;
+        releaseSelected.textContent = n ? `Release selected (${n})` : "Release selected";
+      },
+    } : undefined,
     empty: "No lease matches.",
   });
-  view.append(section("Filters", f), message, table);
+  tools.append(h("button", { type: "button", class: "button small", onclick: async (e) => {
+    e.target.disabled = true;
+    try {
+      const n = await downloadCsv("leases.csv", columns, (cursor, limit) => get("/leases", { ...filter, ...(sort ? { sort } : {}), cursor, limit }));
+      clear(message).append(notice(`Exported ${n} ${n === 1 ? "lease" : "leases"} as CSV.`));
+    } catch (error) { clear(message).append(errorBox(error)); }
+    finally { e.target.disabled = false; }
+  } }, "Export CSV"), can("operator") ? releaseSelected : null);
+  view.append(section("Filters", f), message, tools, table);
   await table.ready;
 }
 
@@ -549,12 +608,45 @@ function diff(before, after) {
     sides.map(([, cls, side]) => h("td", { class: cls }, show(side[k])))))));
 }
 
+// Every object type the appliance audits (the filter is a picker: a typo cannot match nothing).
+const AUDIT_TYPES = ["alert", "alert_destination", "alert_rules", "assignment", "client_class",
+  "dns_record", "dns_server", "dns_zone", "exclude", "lease", "node", "option", "outbox", "pd_exclude",
+  "pd_pool", "pd_reservation", "pool", "prefix", "reservation", "settings", "subnet", "tenant",
+  "token", "webhook"];
+// Where an audited object can be seen: its page, or the page that lists it.
+const AUDIT_LINK = {
+  subnet: (a) => `#/subnets/${a.object_id}`, prefix: () => "#/prefixes",
+  pool: (a, o) => o?.subnet_id && `#/subnets/${o.subnet_id}`, exclude: (a, o) => o?.subnet_id && `#/subnets/${o.subnet_id}`,
+  reservation: (a, o) => o?.subnet_id && `#/subnets/${o.subnet_id}`, assignment: (a, o) => o?.subnet_id && `#/subnets/${o.subnet_id}`,
+  option: (a, o) => o?.subnet_id && `#/subnets/${o.subnet_id}`, lease: (a, o) => o?.ip && `#/history?ip=${encodeURIComponent(o.ip)}`,
+  dns_zone: (a) => `#/dns/zones/${a.object_id}`, dns_record: (a, o) => o?.zone_id && `#/dns/zones/${o.zone_id}`,
+  dns_server: () => "#/dns", outbox: () => "#/work", node: (a) => `#/nodes/${a.object_id}`,
+  tenant: () => "#/tenants", client_class: () => "#/client-classes", token: () => "#/tokens", webhook: () => "#/webhooks",
+};
+// An object's name as its own entry says it: a CIDR, a name, an IP, a record.
+function auditName(o) {
+  if (!o) return null;
+  if (o.cidr) return o.cidr;
+  if (o.type && o.name) return `${o.name} ${o.type}`;
+  if (o.name) return o.name;
+  if (o.start_ip) return `${o.start_ip}–${o.end_ip}`;
+  if (o.ip) return o.hostname ? `${o.ip} (${o.hostname})` : o.ip;
+  if (o.topic) return o.target ? `${o.topic} → ${o.target}` : o.topic;
+  if (o.code !== undefined) return `option ${o.code}`;
+  return null;
+}
+
 async function audit(view, { params }) {
   view.append(h("h1", {}, "Audit"));
-  const filters = [{ name: "object_type", label: "Object type" }, { name: "object_id", label: "Object id" }, { name: "actor", label: "Actor" }, { name: "action", label: "Action" }];
+  const filters = [
+    { name: "object_type", label: "Object type", type: "select", options: [["", "any"], ...AUDIT_TYPES] },
+    { name: "object_id", label: "Object id" }, { name: "actor", label: "Actor" },
+    { name: "action", label: "Action", type: "select", options: [["", "any"], "create", "update", "delete", "release", "replay", "open", "clear"] },
+  ];
   const f = filterForm(filters, params, "#/audit");
   f.classList.add("filters");
   const p = Object.fromEntries([...params].filter(([k]) => filters.some((x) => x.name === k)));
+  const sort = params.get("sort") || "";
   // Admins may read tokens: show an actor "token:<id>" with the token's name.
   const names = new Map();
   if (can("admin")) {
@@ -563,13 +655,40 @@ async function audit(view, { params }) {
       for (const t of page.items) names.set(`token:${t.id}`, t.name);
     } catch { /* ids stay as they are */ }
   }
-  const actor = (a) => (names.has(a.actor) ? h("span", { title: a.actor }, `${names.get(a.actor)} (token)`) : a.actor);
+  const actorName = (a) => (names.has(a.actor) ? `${names.get(a.actor)} (token)` : a.actor);
+  const actor = (a) => (names.has(a.actor) ? h("span", { title: a.actor }, actorName(a)) : a.actor);
+  const object = (a) => {
+    const o = a.after || a.before;
+    const name = auditName(o);
+    const to = AUDIT_LINK[a.object_type]?.(a, o);
+    const text = name ? `${a.object_type} ${name}` : `${a.object_type} ${a.object_id || ""}`;
+    return h("span", { title: a.object_id || "" }, to ? link(to, text) : text);
+  };
+  const columns = [
+    { label: "At", sort: "at", value: (a) => fmtTime(a.at), csv: (a) => a.at },
+    { label: "Actor", sort: "actor", value: actor, csv: actorName },
+    { label: "Action", sort: "action", value: (a) => a.action, csv: (a) => a.action },
+    { label: "Object", sort: "object_type", value: object, csv: (a) => `${a.object_type} ${auditName(a.after || a.before) || a.object_id || ""}` },
+  ];
+  const message = h("div");
   const table = pagedTable({
-    columns: [{ label: "At", value: (a) => fmtTime(a.at) }, { label: "Actor", value: actor }, { label: "Action", value: (a) => a.action },
-      { label: "Object", value: (a) => `${a.object_type} ${a.object_id || ""}` }, { label: "Change", value: (a) => diff(a.before, a.after) }],
-    load: pageOf("/audit", p), empty: "No audit entry matches.",
+    columns: [...columns, { label: "Change", value: (a) => diff(a.before, a.after) }],
+    load: pageOf("/audit", { ...p, ...(sort ? { sort } : {}) }), empty: "No audit entry matches.",
+    sort, onSort: sortTo("#/audit", params),
+    total: async () => (await get("/audit/count", p)).count,
   });
-  view.append(section("Filters", f), table);
+  const csvColumns = [...columns, { label: "Object id", csv: (a) => a.object_id },
+    { label: "Before", csv: (a) => (a.before ? JSON.stringify(a.before) : "") },
+    { label: "After", csv: (a) => (a.after ? JSON.stringify(a.after) : "") }];
+  const tools = h("div", { class: "row table-tools" }, h("button", { type: "button", class: "button small", onclick: async (e) => {
+    e.target.disabled = true;
+    try {
+      const n = await downloadCsv("audit.csv", csvColumns, (cursor, limit) => get("/audit", { ...p, ...(sort ? { sort } : {}), cursor, limit }));
+      clear(message).append(notice(`Exported ${n} audit ${n === 1 ? "entry" : "entries"} as CSV.`));
+    } catch (error) { clear(message).append(errorBox(error)); }
+    finally { e.target.disabled = false; }
+  } }, "Export CSV"));
+  view.append(section("Filters", f), message, tools, table);
   await table.ready;
 }
 

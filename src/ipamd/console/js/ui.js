@@ -186,44 +186,108 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
 
 /**
  * A table that loads one page at a time (next_cursor) — never everything at once.
- * columns: [{label, value: row => node|string}], load: cursor => Promise<{items,next_cursor}>.
+ * columns: [{label, value: row => node|string, sort?: "api sort key"}],
+ * load: cursor => Promise<{items,next_cursor}>.
+ * sort + onSort: the current sort ("ip", "-ip" or "") and what a header click asks for.
+ * total: () => Promise<number> — shown as "50 of 845".
+ * select: {enabled: row => bool, label: row => text, onChange: rows => void} — a checkbox per
+ * row (and one for every loaded row), for bulk actions.
  */
-export function pagedTable({ columns, load, empty = "Nothing here yet.", caption, rowProps }) {
+export function pagedTable({ columns, load, empty = "Nothing here yet.", caption, rowProps, sort, onSort, total, select }) {
   const tbody = h("tbody");
   const status = h("div", { class: "table-status", role: "status" });
+  const counter = h("p", { class: "table-count muted", "data-testid": "table-count" });
   const more = h("button", { type: "button", class: "button", hidden: true }, "Load more");
+  const chosen = new Map();
   let cursor = null;
   let count = 0;
+  let known = null;
+  const showCount = () => { counter.textContent = known === null ? `${count} shown` : `${count} of ${known}`; };
+  const all = select ? h("input", { type: "checkbox", "aria-label": "Select every row shown", onchange: () => {
+    for (const box of tbody.querySelectorAll("input.row-select")) {
+      if (box.disabled) continue;
+      box.checked = all.checked;
+      box.dispatchEvent(new Event("change"));
+    }
+  } }) : null;
+  const selectCell = (row) => {
+    if (!select.enabled(row)) return h("td", { class: "select-cell" });
+    const box = h("input", { type: "checkbox", class: "row-select", "aria-label": `Select ${select.label(row)}`, onchange: () => {
+      if (box.checked) chosen.set(box, row); else chosen.delete(box);
+      select.onChange([...chosen.values()]);
+    } });
+    return h("td", { class: "select-cell" }, box);
+  };
   async function next() {
     more.disabled = true;
     clear(status);
+    status.append(h("p", { class: "loading-line muted" }, "Loading…"));
     try {
       const page = await load(cursor);
+      clear(status);
       for (const row of page.items) {
         const tr = h("tr", rowProps ? rowProps(row) : {});
+        if (select) tr.append(selectCell(row));
         for (const col of columns) tr.append(h("td", { class: col.class }, col.value(row)));
         tbody.append(tr);
       }
       count += page.items.length;
       cursor = page.next_cursor;
       more.hidden = !cursor;
+      showCount();
       if (count === 0) status.append(h("p", { class: "muted" }, empty));
     } catch (error) {
-      status.append(errorBox(error));
+      clear(status).append(errorBox(error));
     } finally {
       more.disabled = false;
     }
   }
   more.addEventListener("click", next);
+  const head = (c) => {
+    if (!c.sort || !onSort) return h("th", { scope: "col" }, c.label);
+    const way = sort === c.sort ? "ascending" : sort === `-${c.sort}` ? "descending" : null;
+    return h("th", { scope: "col", "aria-sort": way || "none" }, h("button", {
+      type: "button", class: "sort", title: `Sort by ${c.label}`,
+      onclick: () => onSort(way === "ascending" ? `-${c.sort}` : c.sort),
+    }, c.label, h("span", { class: "sort-mark", "aria-hidden": "true" }, way === "ascending" ? " ▲" : way === "descending" ? " ▼" : " ↕")));
+  };
   const table = h("table", { class: "table" },
     caption ? h("caption", {}, caption) : null,
-    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))), tbody);
+    h("thead", {}, h("tr", {}, select ? h("th", { scope: "col", class: "select-cell" }, all) : null, columns.map(head))), tbody);
   // The wrapper scrolls sideways on narrow screens: focusable, so the keyboard can scroll it.
-  const el = h("div", { class: "paged" }, h("div", {
+  const el = h("div", { class: "paged" }, counter, h("div", {
     class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption || "Table",
   }, table), status, more);
+  if (total) total().then((n) => { known = n; showCount(); }).catch(() => {});
   el.ready = next();
+  el.selected = () => [...chosen.values()];
   return el;
+}
+
+// Every row a filter selects, page after page (1000 a page, at most `maxRows`), as a CSV file.
+export async function downloadCsv(filename, columns, load, maxRows = 100000) {
+  const quote = (v) => {
+    const text = v === null || v === undefined ? "" : String(v);
+    // A leading =, +, - or @ would be a formula to a spreadsheet (CSV injection): quote it away.
+    const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+    return /[",\r\n']/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+  };
+  const lines = [columns.map((c) => quote(c.label)).join(",")];
+  let cursor = null;
+  let rows = 0;
+  do {
+    const page = await load(cursor, 1000);
+    for (const row of page.items) lines.push(columns.map((c) => quote(c.csv(row))).join(","));
+    rows += page.items.length;
+    cursor = page.next_cursor;
+  } while (cursor && rows < maxRows);
+  const url = URL.createObjectURL(new Blob([`${lines.join("\r\n")}\r\n`], { type: "text/csv" }));
+  const a = h("a", { href: url, download: filename, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  return rows;
 }
 
 export function link(href, text) {
