@@ -148,6 +148,16 @@ async def test_renew_keeps_the_binding_and_release_ends_it(dhcp6: Running6) -> N
         return [r["topic"] for r in rows]
 
     assert await dhcp6.db.run(topics) == ["lease.granted", "lease.renewed", "lease.released"]
+
+    async def payloads(conn: Any) -> list[dict[str, Any]]:
+        rows = await conn.fetch("SELECT payload FROM events WHERE payload->>'lease_id' = $1 "
+                                "ORDER BY id", str(lease["lease_id"]))
+        return [r["payload"] for r in rows]
+
+    released_body = (await dhcp6.db.run(payloads))[-1]
+    assert released_body["ip"] == address and released_body["state"] == "released"
+    assert (released_body["duid"], released_body["iaid"], released_body["ia_type"],
+            released_body["prefix_length"]) == (duid.text, 1, "na", 128)
     # A Renew after the Release: this server holds no binding for it (the spec's rule 1).
     again = await dhcp6.relay.exchange(message(p.RENEW, 0x204, duid, server=server,
                                                na=[address]))

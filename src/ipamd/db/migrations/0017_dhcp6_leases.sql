@@ -38,3 +38,42 @@ CREATE TRIGGER pd_excludes_dhcp_plan AFTER INSERT OR UPDATE OR DELETE OR TRUNCAT
     FOR EACH STATEMENT EXECUTE FUNCTION dhcp_plan_changed();
 CREATE TRIGGER pd_reservations_dhcp_plan AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pd_reservations
     FOR EACH STATEMENT EXECUTE FUNCTION dhcp_plan_changed();
+
+-- A DHCPv6 binding's lease.* event names its client: the DUID (the journal row has it) and
+-- the IA (iaid, ia_type, prefix_length: fixed for a lease row's life, read from it). Only
+-- IPv6 rows look the lease up (CASE: DHCPv4's derivation costs what it did); a row gone
+-- since (its subnet deleted) still gets its DUID. Otherwise as migration 0012.
+CREATE OR REPLACE FUNCTION lease_journal_derive(lim integer) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    moved integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(113216);  -- 0x1BA40, next to ipamd's other lock keys
+    WITH j AS (
+        DELETE FROM lease_journal WHERE seq <= (
+            SELECT max(seq) FROM (SELECT seq FROM lease_journal ORDER BY seq LIMIT lim) b)
+        RETURNING *
+    ), le AS (
+        INSERT INTO lease_events (id, at, lease_id, event, subnet_id, ip, mac, client_id, duid,
+                                  hostname, fqdn, circuit_id, remote_id, giaddr, expires_at)
+        SELECT uuid_v7_seq(seq), at, lease_id, event, subnet_id, ip, mac, client_id, duid,
+               hostname, fqdn, circuit_id, remote_id, giaddr, expires_at
+        FROM j ORDER BY seq
+    ), ev AS (
+        INSERT INTO events (id, topic, payload, created_at)
+        SELECT uuid_v7_seq(seq), 'lease.' || event,
+               lease_event_payload(lease_id, ip, subnet_id, hostname, fqdn, state, mac,
+                                   client_id, circuit_id, remote_id, giaddr, starts_at,
+                                   expires_at)
+               || CASE WHEN family(ip) = 6 THEN coalesce(
+                      (SELECT jsonb_build_object('duid', j.duid, 'iaid', l.iaid,
+                                                 'ia_type', l.ia_type,
+                                                 'prefix_length', l.prefix_length)
+                       FROM leases l WHERE l.lease_id = j.lease_id),
+                      jsonb_build_object('duid', j.duid))
+                  ELSE '{}'::jsonb END, at
+        FROM j ORDER BY seq
+    )
+    SELECT count(*) INTO moved FROM j;
+    RETURN moved;
+END
+$$;
