@@ -8,6 +8,7 @@ from ipaddress import IPv6Address, IPv6Network
 from typing import Any
 
 import pytest
+import trio
 
 from ipamd.core import lease_events
 from ipamd.db.bridge import Database
@@ -30,9 +31,11 @@ from tests.integration.dhcp6.conftest import Running6, start_server
 from tests.integration.dhcp6.harness import (
     PD_PREFIX,
     POOL,
+    Relay6,
     client_duid,
     forward,
     message,
+    relay_socket,
     remote_id,
     seed_v6,
 )
@@ -389,3 +392,51 @@ async def test_the_dhcpv4_server_starts_beside_v6_bindings(dhcp6: Running6, nurs
         assert len(served.server.cache) == 0
     finally:
         await served.stop()
+
+
+async def test_delegated_prefix_renews_and_releases(dhcp6: Running6) -> None:
+    duid = client_duid(17)
+    server = dhcp6.server.server_duid
+    granted = await dhcp6.relay.exchange(message(p.SOLICIT, 0x1100, duid, na=None, pd=[],
+                                                 rapid=True))
+    assert granted is not None
+    pd = granted.first(IaPd)
+    assert pd is not None
+    prefix = str(pd.prefixes[0].network)
+    renewed = await dhcp6.relay.exchange(message(p.RENEW, 0x1101, duid, server=server, na=None,
+                                                 pd=[prefix]))
+    assert renewed is not None
+    again = renewed.first(IaPd)
+    assert again is not None and str(again.prefixes[0].network) == prefix
+    assert again.prefixes[0].valid == 4000
+    released = await dhcp6.relay.exchange(message(p.RELEASE, 0x1102, duid, server=server,
+                                                  na=None, pd=[prefix]))
+    assert released is not None and _status(released) == p.STATUS_SUCCESS
+    [lease] = await _leases(dhcp6.db, duid.text)
+    assert (lease["ia_type"], lease["state"]) == ("pd", "released")
+    assert await _events(dhcp6.db, lease["lease_id"]) == ["granted", "renewed", "released"]
+
+
+async def test_two_nodes_the_database_judges_an_address_both_would_give(
+        dhcp6: Running6, nursery: Any) -> None:
+    """Node B's picture lacks node A's binding: its grant of that address is refused by the
+    database, it reads the bindings again and grants another (docs: scale-out)."""
+    taken, _ = await _grant(dhcp6, 18, 0x1200)
+    state_b = AppState(config=dhcp6.state.config, db=dhcp6.db)
+    node_b, scope, done = await start_server(nursery, state_b)
+    try:
+        node_b.cache.drop_at(IPv6Address(taken), 128)  # as if granted after B's last look
+        relay_b = Relay6(trio.socket.from_stdlib_socket(relay_socket()), node_b.addresses[0])
+        nursery.start_soon(relay_b.run)
+        duid = client_duid(19)
+        reply = await relay_b.exchange(message(p.SOLICIT, 0x1201, duid, na=[taken],
+                                               rapid=True))
+        assert reply is not None and reply.msg_type == p.REPLY
+        assert _address(reply) != taken  # the hint was A's client's
+        assert node_b.counters.conflicts == 1 and node_b.counters.drops == {}
+        [lease] = await _leases(dhcp6.db, duid.text)
+        assert lease["ip"] == _address(reply) and lease["state"] == "active"
+        assert node_b.cache.holder(IPv6Address(taken), 128, 0.0) is not None  # read again
+    finally:
+        scope.cancel()
+        await done.wait()
