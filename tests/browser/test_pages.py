@@ -4,6 +4,7 @@ its "As of" picker), against the real runtime with leases from the real DHCP ser
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from playwright.sync_api import expect
 
@@ -114,6 +115,9 @@ async def test_subnet_children_forms(appliance: runtime.Running, tokens: dict, p
         opts.get_by_label("Vendor data (hex octets)").fill("01:04:c0:a8:00:01")
         opts.get_by_role("button", name="Add option").click()
         expect(opts.get_by_role("cell", name="PXEClient", exact=True)).to_be_visible()
+        # Option names beside their codes.
+        for label in ("6 — DNS servers", "15 — domain name", "43 — vendor specific"):
+            expect(opts.get_by_role("cell", name=label, exact=True)).to_be_visible()
         assert v.dialogs == []
 
     await browser.run(base, drive, token=tokens["operator"])
@@ -211,3 +215,81 @@ async def test_prefix_and_subnet_forms(appliance: runtime.Running, tokens: dict,
         expect(page.get_by_text("10.50.0.0/16")).to_have_count(0)
 
     await browser.run(base, drive, token=tokens["operator"])
+
+
+async def test_deletes_state_their_impact_with_focus_on_cancel(
+    appliance: runtime.Running, tokens: dict, plan: dict, browser: BrowserThread, base: str,
+) -> None:
+    sid = plan["subnet"]["id"]
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go(f"#/subnets/{sid}")
+        pools = page.locator("section", has=page.get_by_role("heading", name="Pools", exact=True))
+        page.get_by_role("button", name="Delete pool dyn").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text("Delete pool dyn?")
+        # The plan's two leases are in the pool: the dialog says so, read when it opens.
+        expect(dialog.get_by_test_id("impact")).to_have_text(
+            "It holds 2 live leases and 0 reservations in 127.77.0.10 – 127.77.0.60; "
+            "no new lease is offered from this range once it is deleted.")
+        expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+        shot(page, "pool-delete-confirm")
+        page.keyboard.press("Enter")  # a stray Enter cancels
+        expect(dialog).to_have_count(0)
+        expect(pools.get_by_role("cell", name="dyn", exact=True)).to_be_visible()
+
+        page.get_by_role("button", name="Delete reservation 127.77.0.100").click()
+        expect(dialog.get_by_test_id("impact")).to_have_text("127.77.0.100 has no live lease.")
+        dialog.get_by_role("button", name="Cancel").click()
+
+        page.get_by_role("button", name="Delete subnet").click()
+        expect(dialog.get_by_test_id("impact")).to_have_text(
+            "It holds 2 live leases, 1 reservation and 1 assignment.")
+        page.keyboard.press("Escape")
+        expect(dialog).to_have_count(0)
+
+        page.get_by_role("button", name="Delete pool dyn").click()
+        dialog.get_by_role("button", name="Delete").click()
+        expect(pools.get_by_role("cell", name="dyn", exact=True)).to_have_count(0)
+
+    await browser.run(base, drive, token=tokens["operator"])
+
+
+async def test_dark_theme_follows_the_system_setting(
+    appliance: runtime.Running, tokens: dict, plan: dict, browser: BrowserThread, base: str,
+) -> None:
+    from tests.browser.test_quality import axe_source, axe_violations
+
+    source = axe_source()
+    pages = {"dashboard": "#/", "subnet": f"#/subnets/{plan['subnet']['id']}",
+             "leases": "#/leases", "audit": "#/audit", "work": "#/work", "dns": "#/dns"}
+
+    def drive(v: Visit) -> dict[str, Any]:
+        page = v.page
+        page.add_init_script(source)
+        found: dict[str, Any] = {}
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            v.go("#/leases")
+            expect(page.locator("main h1")).to_be_visible()
+            found[scheme] = page.evaluate(
+                "[getComputedStyle(document.body).backgroundColor,"
+                " getComputedStyle(document.querySelector('.table')).backgroundColor,"
+                " getComputedStyle(document.querySelector('main h1')).color]")
+        # Dark: every page again, for axe's contrast rules in that theme.
+        violations = {}
+        for name, route in pages.items():
+            v.go(route)
+            expect(page.locator("main h1")).to_be_visible()
+            page.wait_for_load_state("networkidle")
+            violations[name] = axe_violations(page)
+            if name in ("subnet", "leases"):
+                shot(page, f"dark-{name}")
+        found["violations"] = violations
+        return found
+
+    found = await browser.run(base, drive, token=tokens["operator"])
+    assert found["light"] == ["rgb(244, 246, 248)", "rgb(255, 255, 255)", "rgb(29, 39, 51)"]
+    assert found["dark"] == ["rgb(16, 21, 27)", "rgb(25, 33, 42)", "rgb(228, 233, 239)"]
+    assert found["violations"] == dict.fromkeys(pages, [])

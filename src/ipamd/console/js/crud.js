@@ -6,7 +6,7 @@ import { confirmDialog, errorBox, form, notice, pagedTable, section } from "./ui
 
 export function crudSection({
   title, noun, columns, fields, editFields, list, create, update, remove, role = "operator",
-  describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete",
+  describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete", impact,
 }) {
   const writer = can(role);
   const panel = h("div", { class: "panel" });
@@ -46,7 +46,12 @@ export function crudSection({
       cell.append(h("button", {
         type: "button", class: "button small danger", "aria-label": `${removeLabel} ${noun} ${describe(row)}`,
         onclick: async () => {
-          if (!(await confirmDialog(`${removeLabel} ${noun} ${describe(row)}?`, removeLabel))) return;
+          // What the delete takes with it, asked for now (it may have changed since the list).
+          let said = null;
+          if (impact) {
+            try { said = await impact(row); } catch (error) { said = `Its impact could not be read: ${error.message}`; }
+          }
+          if (!(await confirmDialog(`${removeLabel} ${noun} ${describe(row)}?`, removeLabel, said))) return;
           try { await remove(row); await reload(`${noun} ${removeLabel === "Delete" ? "deleted" : "revoked"}.`); }
           catch (error) { clear(panel).append(errorBox(error)); }
         },

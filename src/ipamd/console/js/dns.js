@@ -4,7 +4,7 @@
 import { del, get, patch, post } from "./api.js";
 import { h } from "./dom.js";
 import { crudSection } from "./crud.js";
-import { link, section } from "./ui.js";
+import { link, plural, section } from "./ui.js";
 
 const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
 const dash = (v) => (v === null || v === undefined || v === "" ? "—" : String(v));
@@ -90,6 +90,11 @@ async function dnsPage(view) {
     create: (v) => post("/dns-zones", v),
     update: (z, v) => patch(`/dns-zones/${z.id}`, v),
     remove: (z) => del(`/dns-zones/${z.id}`),
+    impact: async (z) => {
+      const page = await get(`/dns-zones/${z.id}/records`, { limit: 1000 });
+      const n = page.next_cursor ? "more than 1000 static records" : plural(page.items.length, "static record");
+      return `It holds ${n}${page.items.length ? " (a zone is deleted only once they are)" : ""}.`;
+    },
   });
   // A new server is offered in the zone form at once: redraw the page.
   async function refresh() { window.dispatchEvent(new HashChangeEvent("hashchange")); }

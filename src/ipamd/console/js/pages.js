@@ -4,9 +4,10 @@ import { clear, h } from "./dom.js";
 import { crudSection } from "./crud.js";
 import { dnsRoutes, pickerOf } from "./dns.js";
 import { addressMap } from "./map.js";
+import { optionLabel } from "./optnames.js";
 import * as opsPages from "./ops.js";
 import {
-  badge, bar, confirmDialog, downloadCsv, errorBox, fmtTime, form, link, notice, pagedTable, secretBox, section,
+  badge, bar, confirmDialog, downloadCsv, errorBox, fmtTime, form, link, notice, pagedTable, plural, secretBox, section,
 } from "./ui.js";
 
 const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
@@ -119,6 +120,7 @@ async function prefixes(view) {
     create: (v) => post("/prefixes", v),
     update: (p, v) => patch(`/prefixes/${p.id}`, v),
     remove: (p) => del(`/prefixes/${p.id}`),
+    impact: async (p) => `It holds ${plural((await get(`/prefixes/${p.id}/utilisation`)).subnets, "subnet")}.`,
   });
   view.append(sec);
   await sec.ready;
@@ -185,6 +187,23 @@ function payloadText(o) {
   return JSON.stringify(p);
 }
 
+// What a delete takes with it, said in its confirmation (issue 55).
+async function poolImpact(pool) {
+  const u = await get(`/pools/${pool.id}/utilisation`);
+  return `It holds ${plural(u.leased, "live lease")} and ${plural(u.reserved, "reservation")} in ${pool.start_ip} – ${pool.end_ip}; `
+    + "no new lease is offered from this range once it is deleted.";
+}
+async function subnetImpact(id) {
+  const u = await get(`/subnets/${id}/utilisation`);
+  return `It holds ${plural(u.leased, "live lease")}, ${plural(u.reserved, "reservation")} and ${plural(u.assigned, "assignment")}.`;
+}
+async function reservationImpact(r) {
+  if (!r.ip) return null;
+  const counts = await Promise.all(["active", "offered"].map((state) => get("/leases/count", { ip: r.ip, state })));
+  const live = counts.reduce((a, c) => a + c.count, 0);
+  return live ? `${r.ip} is leased now (${plural(live, "live lease")}); the lease stays until it ends.` : `${r.ip} has no live lease.`;
+}
+
 async function subnetPage(view, { args }) {
   const [id] = args;
   const s = await get(`/subnets/${id}`);
@@ -211,7 +230,7 @@ async function subnetPage(view, { args }) {
         panel.querySelector("input")?.focus();
       } }, "Edit subnet"),
       h("button", { type: "button", class: "button small danger", onclick: async () => {
-        if (!(await confirmDialog(`Delete subnet ${s.cidr}?`, "Delete"))) return;
+        if (!(await confirmDialog(`Delete subnet ${s.cidr}?`, "Delete", await subnetImpact(id)))) return;
         try { await del(`/subnets/${id}`); location.hash = "#/prefixes"; } catch (e) { clear(panel).append(errorBox(e)); }
       } }, "Delete subnet")), panel);
   }
@@ -235,8 +254,8 @@ async function subnetPage(view, { args }) {
   const classField = (await picker("/client-classes", "class_id", "Client class", "any client", (c) => `${c.name} (${c.match} ${c.value})`))
     || { name: "class_id", label: "Client class id", nullable: true };
   const className = new Map((classField.options || []).slice(1));
-  const child = (title, noun, path, itemPath, columns, createFields, editFields) => crudSection({
-    title, noun, columns, fields: createFields, editFields,
+  const child = (title, noun, path, itemPath, columns, createFields, editFields, impact) => crudSection({
+    title, noun, columns, fields: createFields, editFields, impact,
     list: pageOf(`/subnets/${id}/${path}`),
     create: (v) => post(`/subnets/${id}/${path}`, v),
     update: (row, v) => patch(`/${itemPath}/${row.id}`, v),
@@ -246,14 +265,16 @@ async function subnetPage(view, { args }) {
   const sections = [
     child("Pools", "pool", "pools", "pools",
       [{ label: "Name", value: (p) => p.name }, { label: "Range", value: (p) => `${p.start_ip} – ${p.end_ip}` }, { label: "Size", value: (p) => String(p.size) }, { label: "Client class", value: (p) => (p.class_id ? className.get(p.class_id) || p.class_id : "any") }],
-      [{ name: "name", label: "Name", required: true }, { name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }, classField]),
+      [{ name: "name", label: "Name", required: true }, { name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }, classField],
+      undefined, poolImpact),
     child("Excludes", "exclude", "excludes", "excludes",
       [{ label: "Range", value: (x) => `${x.start_ip} – ${x.end_ip}` }, { label: "Size", value: (x) => String(x.size) }],
       [{ name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }]),
     child("Reservations", "reservation", "reservations", "reservations",
       [{ label: "IP", value: (r) => r.ip }, { label: "MAC", value: (r) => dash(r.mac) }, { label: "Client id / DUID", value: (r) => dash(r.client_id || r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
       [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
-      [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }]),
+      [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
+      reservationImpact),
     child("Assignments", "assignment", "assignments", "assignments",
       [{ label: "IP", value: (a) => a.ip }, { label: "Hostname", value: (a) => a.hostname }, { label: "Description", value: (a) => a.description }],
       [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "hostname", label: "Hostname", required: true }, { name: "description", label: "Description" }],
@@ -261,13 +282,13 @@ async function subnetPage(view, { args }) {
   ];
   const options = crudSection({
     title: "Options", noun: "option",
-    columns: [{ label: "Code", value: (o) => String(o.code) }, { label: "Value", value: payloadText }, { label: "Vendor class", value: (o) => dash(o.vendor_class) }],
+    columns: [{ label: "Option", value: (o) => optionLabel(o.code) }, { label: "Value", value: payloadText }, { label: "Vendor class", value: (o) => dash(o.vendor_class) }],
     fields: [],
     editFields: [{ name: "payload", label: "Payload (JSON)", type: "json" }, { name: "vendor_class", label: "Vendor class", nullable: true }],
     list: pageOf(`/subnets/${id}/options`),
     update: (o, v) => patch(`/options/${o.id}`, v),
     remove: (o) => del(`/options/${o.id}`),
-    describe: (o) => String(o.code),
+    describe: (o) => optionLabel(o.code),
   });
   if (can("operator")) {
     const slot = options.querySelector(".panel");

@@ -32,22 +32,32 @@ export function badge(text, kind) {
   return h("span", { class: `badge ${kind || text}` }, text);
 }
 
-// A modal confirmation; resolves true when confirmed.
-export function confirmDialog(message, okLabel = "Confirm") {
+// A modal confirmation; resolves true when confirmed. `impact` (what the change takes with it:
+// live leases, records, …) is said on a line of its own. Focus starts on Cancel, so a stray
+// Enter or Space changes nothing.
+export function confirmDialog(message, okLabel = "Confirm", impact = null) {
   return new Promise((resolve) => {
     const titleId = nextId("dlg");
-    const dialog = h("dialog", { class: "dialog", "aria-labelledby": titleId });
+    const impactId = impact ? nextId("dlg") : null;
+    const dialog = h("dialog", { class: "dialog", "aria-labelledby": titleId, "aria-describedby": impactId });
     const done = (value) => { dialog.close(); dialog.remove(); resolve(value); };
+    const cancel = h("button", { type: "button", class: "button", autofocus: true, onclick: () => done(false) }, "Cancel");
     append(dialog, [
       h("p", { id: titleId }, message),
+      impact ? h("p", { id: impactId, class: "impact", "data-testid": "impact" }, impact) : null,
       h("div", { class: "actions" },
-        h("button", { type: "button", class: "button danger", onclick: () => done(true) }, okLabel),
-        h("button", { type: "button", class: "button", onclick: () => done(false) }, "Cancel")),
+        h("button", { type: "button", class: "button danger", onclick: () => done(true) }, okLabel), cancel),
     ]);
     dialog.addEventListener("cancel", (e) => { e.preventDefault(); done(false); });
     document.body.append(dialog);
     dialog.showModal();
+    cancel.focus();
   });
+}
+
+// "1 live lease", "3 live leases"
+export function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 // A secret shown once, with a copy button.
@@ -202,7 +212,10 @@ export function pagedTable({ columns, load, empty = "Nothing here yet.", caption
   let cursor = null;
   let count = 0;
   let known = null;
-  const showCount = () => { counter.textContent = known === null ? `${count} shown` : `${count} of ${known}`; };
+  const showCount = () => {
+    counter.textContent = known !== null ? `${count} of ${known}`
+      : cursor ? `${count} shown; Load more for the rest` : `${count} ${count === 1 ? "row" : "rows"}`;
+  };
   const all = select ? h("input", { type: "checkbox", "aria-label": "Select every row shown", onchange: () => {
     for (const box of tbody.querySelectorAll("input.row-select")) {
       if (box.disabled) continue;
