@@ -231,7 +231,7 @@ async def test_deletes_state_their_impact_with_focus_on_cancel(
         expect(dialog).to_contain_text("Delete pool dyn?")
         # The plan's two leases are in the pool: the dialog says so, read when it opens.
         expect(dialog.get_by_test_id("impact")).to_have_text(
-            "It holds 2 live leases and 0 reservations in 127.77.0.10 – 127.77.0.60; "
+            "It holds 2 live leases and 0 reservations in 127.77.0.10 \u2013 127.77.0.60; "
             "no new lease is offered from this range once it is deleted.")
         expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
         shot(page, "pool-delete-confirm")
@@ -292,4 +292,4 @@ async def test_dark_theme_follows_the_system_setting(
     found = await browser.run(base, drive, token=tokens["operator"])
     assert found["light"] == ["rgb(244, 246, 248)", "rgb(255, 255, 255)", "rgb(29, 39, 51)"]
     assert found["dark"] == ["rgb(16, 21, 27)", "rgb(25, 33, 42)", "rgb(228, 233, 239)"]
-    assert found["violations"] == dict.fromkeys(pages, [])
+    assert found["violations"] == {name: [] for name in pages}
