@@ -129,10 +129,9 @@ class RawOption(Option):
 
 
 @dataclass(frozen=True, slots=True)
-class ClientId(Option):
-    """Client Identifier (RFC 8415 §21.2)."""
+class _DuidOption(Option):
+    """An option whose data is a DUID (Client or Server Identifier)."""
 
-    code: ClassVar[int] = p.OPTION_CLIENTID
     duid: Duid
 
     def encode(self) -> bytes:
@@ -140,14 +139,17 @@ class ClientId(Option):
 
 
 @dataclass(frozen=True, slots=True)
-class ServerId(Option):
+class ClientId(_DuidOption):
+    """Client Identifier (RFC 8415 §21.2)."""
+
+    code: ClassVar[int] = p.OPTION_CLIENTID
+
+
+@dataclass(frozen=True, slots=True)
+class ServerId(_DuidOption):
     """Server Identifier (RFC 8415 §21.3)."""
 
     code: ClassVar[int] = p.OPTION_SERVERID
-    duid: Duid
-
-    def encode(self) -> bytes:
-        return self.duid.raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +168,19 @@ class StatusCode(Option):
         return p.STATUS_NAMES.get(self.status, str(self.status))
 
 
+class _Nested(Option):
+    """An option that carries options of its own: an IA, an IA Address or an IA Prefix."""
+
+    __slots__ = ()
+    options: tuple[Option, ...]
+
+    @property
+    def status(self) -> StatusCode | None:
+        return first(self.options, StatusCode)
+
+
 @dataclass(frozen=True, slots=True)
-class IaAddress(Option):
+class IaAddress(_Nested):
     """IA Address (RFC 8415 §21.6), inside an IA_NA."""
 
     code: ClassVar[int] = p.OPTION_IAADDR
@@ -180,13 +193,9 @@ class IaAddress(Option):
         head = _IAADDR.pack(self.address.packed, self.preferred, self.valid)
         return head + encode_options(self.options)
 
-    @property
-    def status(self) -> StatusCode | None:
-        return first(self.options, StatusCode)
-
 
 @dataclass(frozen=True, slots=True)
-class IaPrefix(Option):
+class IaPrefix(_Nested):
     """IA Prefix (RFC 8415 §21.22), inside an IA_PD."""
 
     code: ClassVar[int] = p.OPTION_IAPREFIX
@@ -205,16 +214,11 @@ class IaPrefix(Option):
         """The prefix as a network (host bits a client sent as a hint are cleared)."""
         return IPv6Network((self.prefix, self.prefix_length), strict=False)
 
-    @property
-    def status(self) -> StatusCode | None:
-        return first(self.options, StatusCode)
-
 
 @dataclass(frozen=True, slots=True)
-class IaNa(Option):
-    """Identity Association for Non-temporary Addresses (RFC 8415 §21.4)."""
+class _Ia(_Nested):
+    """An IA_NA or IA_PD: the same framing, IAID, T1, T2 and options (§21.4, §21.21)."""
 
-    code: ClassVar[int] = p.OPTION_IA_NA
     iaid: int
     t1: int
     t2: int
@@ -222,36 +226,28 @@ class IaNa(Option):
 
     def encode(self) -> bytes:
         return _IA.pack(self.iaid, self.t1, self.t2) + encode_options(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class IaNa(_Ia):
+    """Identity Association for Non-temporary Addresses (RFC 8415 §21.4)."""
+
+    code: ClassVar[int] = p.OPTION_IA_NA
 
     @property
     def addresses(self) -> list[IaAddress]:
         return every(self.options, IaAddress)
 
-    @property
-    def status(self) -> StatusCode | None:
-        return first(self.options, StatusCode)
-
 
 @dataclass(frozen=True, slots=True)
-class IaPd(Option):
+class IaPd(_Ia):
     """Identity Association for Prefix Delegation (RFC 8415 §21.21)."""
 
     code: ClassVar[int] = p.OPTION_IA_PD
-    iaid: int
-    t1: int
-    t2: int
-    options: tuple[Option, ...] = ()
-
-    def encode(self) -> bytes:
-        return _IA.pack(self.iaid, self.t1, self.t2) + encode_options(self.options)
 
     @property
     def prefixes(self) -> list[IaPrefix]:
         return every(self.options, IaPrefix)
-
-    @property
-    def status(self) -> StatusCode | None:
-        return first(self.options, StatusCode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,23 +284,25 @@ class ElapsedTime(Option):
 
 
 @dataclass(frozen=True, slots=True)
-class RapidCommit(Option):
-    """Rapid Commit (RFC 8415 §21.14): no data."""
-
-    code: ClassVar[int] = p.OPTION_RAPID_COMMIT
+class _Flag(Option):
+    """An option with no data: its presence is what it says."""
 
     def encode(self) -> bytes:
         return b""
 
 
 @dataclass(frozen=True, slots=True)
-class ReconfigureAccept(Option):
+class RapidCommit(_Flag):
+    """Rapid Commit (RFC 8415 §21.14): no data."""
+
+    code: ClassVar[int] = p.OPTION_RAPID_COMMIT
+
+
+@dataclass(frozen=True, slots=True)
+class ReconfigureAccept(_Flag):
     """Reconfigure Accept (RFC 8415 §21.20): no data."""
 
     code: ClassVar[int] = p.OPTION_RECONF_ACCEPT
-
-    def encode(self) -> bytes:
-        return b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,14 +355,20 @@ class VendorOpts(Option):
 
 
 @dataclass(frozen=True, slots=True)
-class InterfaceId(Option):
-    """Interface-Id (RFC 8415 §21.18): opaque, set by a relay, echoed in the Relay-reply."""
+class _Opaque(Option):
+    """An option whose data is kept as octets, as sent."""
 
-    code: ClassVar[int] = p.OPTION_INTERFACE_ID
     data: bytes
 
     def encode(self) -> bytes:
         return self.data
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceId(_Opaque):
+    """Interface-Id (RFC 8415 §21.18): opaque, set by a relay, echoed in the Relay-reply."""
+
+    code: ClassVar[int] = p.OPTION_INTERFACE_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,14 +410,10 @@ class RemoteId(Option):
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriberId(Option):
+class SubscriberId(_Opaque):
     """Relay Agent Subscriber-ID (RFC 4580 §2): opaque, at least one octet."""
 
     code: ClassVar[int] = p.OPTION_SUBSCRIBER_ID
-    data: bytes
-
-    def encode(self) -> bytes:
-        return self.data
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,12 +524,23 @@ def _split_items(value: bytes, reason: str) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _dec_client_id(value: bytes) -> Option:
-    return ClientId(Duid.parse(value))
+def _dec_duid(cls: type[_DuidOption]) -> Decoder:
+    return lambda value: cls(Duid.parse(value))
 
 
-def _dec_server_id(value: bytes) -> Option:
-    return ServerId(Duid.parse(value))
+def _dec_flag(cls: type[_Flag]) -> Decoder:
+    def decode(value: bytes) -> Option:
+        _fixed(value, 0, cls.code)
+        return cls()
+    return decode
+
+
+def _dec_uint(cls: Callable[[int], Option], code: int, size: int) -> Decoder:
+    """A fixed-size unsigned integer, in network order (Preference, Elapsed Time, ...)."""
+    def decode(value: bytes) -> Option:
+        _fixed(value, size, code)
+        return cls(int.from_bytes(value, "big"))
+    return decode
 
 
 def _dec_status(value: bytes) -> Option:
@@ -560,18 +571,14 @@ def _dec_iaprefix(value: bytes) -> Option:
     return IaPrefix(preferred, valid, length, _address(raw), tuple(nested))
 
 
-def _dec_ia_na(value: bytes) -> Option:
-    if len(value) < _IA.size:
-        raise Malformed("bad_ia", f"IA_NA of {len(value)} octets")
-    iaid, t1, t2 = _IA.unpack_from(value)
-    return IaNa(iaid, t1, t2, tuple(decode_options(value[_IA.size :], IA_NA_OPTIONS)))
-
-
-def _dec_ia_pd(value: bytes) -> Option:
-    if len(value) < _IA.size:
-        raise Malformed("bad_ia", f"IA_PD of {len(value)} octets")
-    iaid, t1, t2 = _IA.unpack_from(value)
-    return IaPd(iaid, t1, t2, tuple(decode_options(value[_IA.size :], IA_PD_OPTIONS)))
+def _dec_ia(cls: type[_Ia], name: str, table: dict[int, Decoder]) -> Decoder:
+    """An IA_NA or IA_PD, its own options decoded with ``table``."""
+    def decode(value: bytes) -> Option:
+        if len(value) < _IA.size:
+            raise Malformed("bad_ia", f"{name} of {len(value)} octets")
+        iaid, t1, t2 = _IA.unpack_from(value)
+        return cls(iaid, t1, t2, tuple(decode_options(value[_IA.size :], table)))
+    return decode
 
 
 def _dec_oro(value: bytes) -> Option:
@@ -579,26 +586,6 @@ def _dec_oro(value: bytes) -> Option:
         raise Malformed("bad_option_request", f"{len(value)} octets")
     return OptionRequest(tuple(int.from_bytes(value[i : i + 2], "big")
                                for i in range(0, len(value), 2)))
-
-
-def _dec_preference(value: bytes) -> Option:
-    _fixed(value, 1, p.OPTION_PREFERENCE)
-    return Preference(value[0])
-
-
-def _dec_elapsed(value: bytes) -> Option:
-    _fixed(value, 2, p.OPTION_ELAPSED_TIME)
-    return ElapsedTime(int.from_bytes(value, "big"))
-
-
-def _dec_rapid_commit(value: bytes) -> Option:
-    _fixed(value, 0, p.OPTION_RAPID_COMMIT)
-    return RapidCommit()
-
-
-def _dec_reconf_accept(value: bytes) -> Option:
-    _fixed(value, 0, p.OPTION_RECONF_ACCEPT)
-    return ReconfigureAccept()
 
 
 def _dec_user_class(value: bytes) -> Option:
@@ -616,10 +603,6 @@ def _dec_vendor_opts(value: bytes) -> Option:
     if len(value) < 4:
         raise Malformed("bad_vendor_opts", f"{len(value)} octets")
     return VendorOpts(int.from_bytes(value[:4], "big"), value[4:])
-
-
-def _dec_interface_id(value: bytes) -> Option:
-    return InterfaceId(value)
 
 
 def _dec_dns_servers(value: bytes) -> Option:
@@ -693,40 +676,35 @@ def _dec_client_link_layer(value: bytes) -> Option:
     return ClientLinkLayer(int.from_bytes(value[:2], "big"), value[2:])
 
 
-def _dec_sol_max_rt(value: bytes) -> Option:
-    _fixed(value, 4, p.OPTION_SOL_MAX_RT)
-    return SolMaxRt(int.from_bytes(value, "big"))
-
-
 # --------------------------------------------------------------------------- tables
 
 LEAF_OPTIONS: dict[int, Decoder] = {p.OPTION_STATUS_CODE: _dec_status}
 IA_NA_OPTIONS: dict[int, Decoder] = {**LEAF_OPTIONS, p.OPTION_IAADDR: _dec_iaaddr}
 IA_PD_OPTIONS: dict[int, Decoder] = {**LEAF_OPTIONS, p.OPTION_IAPREFIX: _dec_iaprefix}
 MESSAGE_OPTIONS: dict[int, Decoder] = {
-    p.OPTION_CLIENTID: _dec_client_id,
-    p.OPTION_SERVERID: _dec_server_id,
-    p.OPTION_IA_NA: _dec_ia_na,
+    p.OPTION_CLIENTID: _dec_duid(ClientId),
+    p.OPTION_SERVERID: _dec_duid(ServerId),
+    p.OPTION_IA_NA: _dec_ia(IaNa, "IA_NA", IA_NA_OPTIONS),
     p.OPTION_ORO: _dec_oro,
-    p.OPTION_PREFERENCE: _dec_preference,
-    p.OPTION_ELAPSED_TIME: _dec_elapsed,
+    p.OPTION_PREFERENCE: _dec_uint(Preference, p.OPTION_PREFERENCE, 1),
+    p.OPTION_ELAPSED_TIME: _dec_uint(ElapsedTime, p.OPTION_ELAPSED_TIME, 2),
     p.OPTION_STATUS_CODE: _dec_status,
-    p.OPTION_RAPID_COMMIT: _dec_rapid_commit,
+    p.OPTION_RAPID_COMMIT: _dec_flag(RapidCommit),
     p.OPTION_USER_CLASS: _dec_user_class,
     p.OPTION_VENDOR_CLASS: _dec_vendor_class,
     p.OPTION_VENDOR_OPTS: _dec_vendor_opts,
-    p.OPTION_INTERFACE_ID: _dec_interface_id,
-    p.OPTION_RECONF_ACCEPT: _dec_reconf_accept,
+    p.OPTION_INTERFACE_ID: InterfaceId,
+    p.OPTION_RECONF_ACCEPT: _dec_flag(ReconfigureAccept),
     p.OPTION_DNS_SERVERS: _dec_dns_servers,
     p.OPTION_DOMAIN_LIST: _dec_domain_list,
-    p.OPTION_IA_PD: _dec_ia_pd,
+    p.OPTION_IA_PD: _dec_ia(IaPd, "IA_PD", IA_PD_OPTIONS),
     p.OPTION_REMOTE_ID: _dec_remote_id,
     p.OPTION_SUBSCRIBER_ID: _dec_subscriber_id,
     p.OPTION_CLIENT_FQDN: _dec_fqdn,
     p.OPTION_NTP_SERVER: _dec_ntp_server,
     p.OPTION_BOOTFILE_URL: _dec_bootfile_url,
     p.OPTION_CLIENT_LINKLAYER_ADDR: _dec_client_link_layer,
-    p.OPTION_SOL_MAX_RT: _dec_sol_max_rt,
+    p.OPTION_SOL_MAX_RT: _dec_uint(SolMaxRt, p.OPTION_SOL_MAX_RT, 4),
 }
 # The option classes by code (tests, and builders that take a code).
 CLASSES: dict[int, type[Option]] = {
