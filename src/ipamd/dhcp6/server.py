@@ -56,6 +56,7 @@ log = logging.getLogger("ipamd.dhcp6.server")
 RECV_SIZE = 65_535  # a UDP payload; a relay chain of nine hops still fits
 _BURST = 64  # datagrams read per wake-up before other tasks get a turn
 _ERROR_LOG_PER_MINUTE = 10
+_TRUST_CACHE_MAX = 4096
 _KINDS = {ChangeKind.GRANT: OpKind.INSERT, ChangeKind.RENEW: OpKind.ACK,
           ChangeKind.RELEASE: OpKind.RELEASE, ChangeKind.DECLINE: OpKind.DECLINE}
 
@@ -124,6 +125,9 @@ class Dhcp6Server:
         self._nursery: trio.Nursery | None = None
         self._error_window = (0.0, 0)
         self._started = time.monotonic()
+        # Parsed once: the relays' source addresses (trusted or not) and the subnets' ids.
+        self._trust: dict[str, bool] = {}
+        self._subnet_ids: dict[str, uuid.UUID] = {}
 
     # ------------------------------------------------------------------ set-up
 
@@ -217,11 +221,17 @@ class Dhcp6Server:
         self._decide(ep, peer, relayed, time.monotonic(), retried=False)
 
     def _trusted(self, host: str) -> bool:
-        try:
-            address = IPv6Address(host.partition("%")[0])
-        except ValueError:
-            return False
-        return any(address in network for network in self.trusted)
+        known = self._trust.get(host)
+        if known is None:
+            try:
+                address = IPv6Address(host.partition("%")[0])
+            except ValueError:
+                return False
+            known = any(address in network for network in self.trusted)
+            if len(self._trust) >= _TRUST_CACHE_MAX:  # sources are relays: few, but bounded
+                self._trust.clear()
+            self._trust[host] = known
+        return known
 
     def _decide(self, ep: Endpoint, peer: tuple[str, int], relayed: relay.Relayed,
                 born: float, *, retried: bool) -> None:
@@ -245,7 +255,7 @@ class Dhcp6Server:
         link_layer = relayed.client_link_layer
         link_address = relayed.link_address
         return Op6(
-            _KINDS[change.kind], uuid.UUID(change.subnet_id), change.address,
+            _KINDS[change.kind], self._subnet_uuid(change.subnet_id), change.address,
             change.prefix_length, change.duid.raw, change.iaid, ia_name(change.ia_type),
             preferred=change.preferred, valid=change.valid,
             seconds=self.config.decline_probation_seconds,
@@ -256,6 +266,12 @@ class Dhcp6Server:
             supersede=(change.kind is ChangeKind.GRANT
                        and self.cache.has_ia(change.duid, change.iaid, change.ia_type)),
         )
+
+    def _subnet_uuid(self, subnet_id: str) -> uuid.UUID:
+        found = self._subnet_ids.get(subnet_id)
+        if found is None:
+            found = self._subnet_ids[subnet_id] = uuid.UUID(subnet_id)
+        return found
 
     def _send(self, ep: Endpoint, peer: tuple[str, int], relayed: relay.Relayed,
               decision: Decision) -> None:
