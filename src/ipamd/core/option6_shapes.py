@@ -20,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ipamd.core import dnswire, identifiers, validate
+from ipamd.core.option_shapes import only_fields as _only
+from ipamd.core.option_shapes import string_list
 
 DNS_SERVERS = 23
 DOMAIN_LIST = 24
@@ -39,52 +41,26 @@ NTP_SUBOPTION_SRV_ADDR = 1  # RFC 5908 §4.1
 URL_SCHEMES = ("tftp", "http", "https", "ftp", "nfs", "iscsi")
 
 
-def _only(payload: dict[str, Any], keys: set[str], example: str) -> None:
-    extra = sorted(set(payload) - keys)
-    if extra:
-        raise ValueError(f"unknown field {extra[0]!r}; this code takes {example}")
-    missing = sorted(keys - set(payload))
-    if missing:
-        raise ValueError(f"missing {missing[0]!r}; this code takes {example}")
+def _server_address(item: str) -> str:
+    try:
+        address = ipaddress.IPv6Address(item.strip())
+    except ValueError:
+        raise ValueError(f"{item!r} is not an IPv6 address") from None
+    if address.scope_id or address.is_multicast or address.is_unspecified:
+        raise ValueError(f"{item!r} is not a unicast server address")
+    return str(address)
 
 
 def _addresses(payload: dict[str, Any]) -> dict[str, Any]:
     _only(payload, {"addresses"}, '{"addresses": ["2001:db8::53"]}')
-    value = payload["addresses"]
-    if not isinstance(value, list) or not value:
-        raise ValueError("addresses must be a non-empty list of IPv6 addresses")
-    if len(value) > MAX_ADDRESSES:
-        raise ValueError(f"addresses: at most {MAX_ADDRESSES}")
-    out = []
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ValueError(f"addresses[{index}] must be a string")
-        try:
-            address = ipaddress.IPv6Address(item.strip())
-        except ValueError:
-            raise ValueError(f"addresses[{index}]: {item!r} is not an IPv6 address") from None
-        if address.scope_id or address.is_multicast or address.is_unspecified:
-            raise ValueError(f"addresses[{index}]: {item!r} is not a unicast server address")
-        out.append(str(address))
-    return {"addresses": out}
+    return {"addresses": string_list(payload["addresses"], "addresses", "IPv6 addresses",
+                                     _server_address, MAX_ADDRESSES)}
 
 
 def _domains(payload: dict[str, Any]) -> dict[str, Any]:
     _only(payload, {"domains"}, '{"domains": ["example.com"]}')
-    value = payload["domains"]
-    if not isinstance(value, list) or not value:
-        raise ValueError("domains must be a non-empty list of domain names")
-    if len(value) > MAX_DOMAINS:
-        raise ValueError(f"domains: at most {MAX_DOMAINS}")
-    out = []
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ValueError(f"domains[{index}] must be a string")
-        try:
-            out.append(validate.dns_name(item))
-        except ValueError as error:
-            raise ValueError(f"domains[{index}]: {error}") from None
-    return {"domains": out}
+    return {"domains": string_list(payload["domains"], "domains", "domain names",
+                                   validate.dns_name, MAX_DOMAINS)}
 
 
 def _vendor(payload: dict[str, Any]) -> dict[str, Any]:

@@ -90,29 +90,46 @@ class Shape:
     encode: Callable[[int, dict[str, Any]], bytes]
 
 
-def _only(payload: dict[str, Any], key: str, example: str) -> Any:
-    extra = sorted(set(payload) - {key})
+# only_fields and string_list are shared with option6_shapes (the DHCPv6 payloads).
+
+
+def only_fields(payload: dict[str, Any], keys: set[str], example: str) -> None:
+    """``payload`` has exactly ``keys``; the message shows ``example``."""
+    extra = sorted(set(payload) - keys)
     if extra:
         raise ValueError(f"unknown field {extra[0]!r}; this code takes {example}")
-    if key not in payload:
-        raise ValueError(f"missing {key!r}; this code takes {example}")
+    missing = sorted(keys - set(payload))
+    if missing:
+        raise ValueError(f"missing {missing[0]!r}; this code takes {example}")
+
+
+def string_list(value: Any, key: str, what: str, item: Callable[[str], str],
+                most: int | None = None, unit: str = "") -> list[str]:
+    """A non-empty list of at most ``most`` strings, each normalised by ``item``, whose
+    ValueError is prefixed with the entry's place (``key[index]``)."""
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{key} must be a non-empty list of {what}")
+    if most is not None and len(value) > most:
+        raise ValueError(f"{key}: at most {most}{unit}")
+    out = []
+    for index, entry in enumerate(value):
+        if not isinstance(entry, str):
+            raise ValueError(f"{key}[{index}] must be a string")
+        try:
+            out.append(item(entry))
+        except ValueError as error:
+            raise ValueError(f"{key}[{index}]: {error}") from None
+    return out
+
+
+def _only(payload: dict[str, Any], key: str, example: str) -> Any:
+    only_fields(payload, {key}, example)
     return payload[key]
 
 
 def _address_list(value: Any, key: str) -> list[str]:
-    if not isinstance(value, list) or not value:
-        raise ValueError(f"{key} must be a non-empty list of IPv4 addresses")
-    if len(value) > MAX_WIRE // 4:
-        raise ValueError(f"{key}: at most {MAX_WIRE // 4} addresses")
-    out = []
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ValueError(f"{key}[{index}] must be a string")
-        try:
-            out.append(str(validate.ipv4(item)))
-        except ValueError as error:
-            raise ValueError(f"{key}[{index}]: {error}") from None
-    return out
+    return string_list(value, key, "IPv4 addresses", lambda item: str(validate.ipv4(item)),
+                       MAX_WIRE // 4, " addresses")
 
 
 def _norm_addresses(code: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -160,17 +177,7 @@ def _enc_integer(code: int, payload: dict[str, Any]) -> bytes:
 
 def _norm_domains(code: int, payload: dict[str, Any]) -> dict[str, Any]:
     value = _only(payload, "domains", '{"domains": ["example.com"]}')
-    if not isinstance(value, list) or not value:
-        raise ValueError("domains must be a non-empty list of domain names")
-    out = []
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ValueError(f"domains[{index}] must be a string")
-        try:
-            out.append(validate.dns_name(item))
-        except ValueError as error:
-            raise ValueError(f"domains[{index}]: {error}") from None
-    return {"domains": out}
+    return {"domains": string_list(value, "domains", "domain names", validate.dns_name)}
 
 
 def _dns_wire(name: str) -> bytes:
