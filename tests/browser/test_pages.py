@@ -137,6 +137,12 @@ async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, p
         expect(page.locator('.cell[data-ip="127.77.0.150"]')).to_have_attribute("data-state", "assigned")
         expect(page.locator('.cell[data-ip="127.77.0.205"]')).to_have_attribute("data-state", "excluded")
         expect(page.locator('.cell[data-ip="127.77.0.61"]')).to_have_attribute("data-state", "free")
+        # The subnet's own addresses are neither free nor anyone's.
+        for ip, state in (("127.77.0.0", "network"), ("127.77.0.255", "broadcast"),
+                          ("127.77.0.1", "gateway")):
+            expect(page.locator(f'.cell[data-ip="{ip}"]')).to_have_attribute("data-state", state)
+        expect(page.locator(".legend")).to_contain_text("free 190")  # 256 - 49 - 10 - 7
+        expect(page.locator(".legend")).to_contain_text("gateway 1")
         assert page.locator(".map-grid .cell").count() == 256
         cell.click()
         info = page.locator(".map-info")
@@ -158,6 +164,11 @@ async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, p
         expect(cell).to_have_attribute("data-state", "pool")
         expect(page.get_by_test_id("as-of")).not_to_contain_text("now")
         shot(page, "subnet-as-of")
+        # Before the subnet was created: said so, not drawn as 256 free addresses.
+        page.get_by_label("As of").fill("2020-01-01T00:00:00")
+        page.get_by_label("As of").dispatch_event("change")
+        expect(page.get_by_test_id("not-yet")).to_contain_text("This subnet did not exist then")
+        expect(page.locator(".map-grid .cell")).to_have_count(0)
         page.get_by_role("button", name="Now").click()
         expect(cell).to_have_attribute("data-state", "leased")
         # From a cell to who held it: the history of that address.
@@ -168,6 +179,25 @@ async def test_address_map_and_as_of(appliance: runtime.Running, tokens: dict, p
         assert v.dialogs == []
 
     await browser.run(base, drive, token=tokens["viewer"])
+
+    def edit(v: Visit) -> None:
+        page = v.page
+        v.go(f"#/subnets/{sid}")
+        target = page.locator('.cell[data-ip="127.77.0.120"]')
+        expect(target).to_have_attribute("data-state", "free")
+        used = page.locator("section", has=page.get_by_role("heading", name="Utilisation"))
+        expect(used.locator("dl.stats")).to_contain_text("reserved1")
+        reservations = page.locator(
+            "section", has=page.get_by_role("heading", name="Reservations", exact=True))
+        reservations.get_by_role("button", name="New reservation").click()
+        reservations.get_by_label("IP (empty: next free)").fill("127.77.0.120")
+        reservations.get_by_label("MAC").fill("02:00:00:00:99:02")
+        reservations.get_by_role("button", name="Create reservation").click()
+        # Redrawn after the edit, without a reload.
+        expect(target).to_have_attribute("data-state", "reserved")
+        expect(used.locator("dl.stats")).to_contain_text("reserved2")
+
+    await browser.run(base, edit, token=tokens["operator"])
 
 
 async def test_prefix_and_subnet_forms(appliance: runtime.Running, tokens: dict,

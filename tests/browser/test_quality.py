@@ -184,7 +184,11 @@ async def test_map_of_a_slash_16_with_30k_leases(appliance: runtime.Running, tok
         expect(blocks).to_have_count(256, timeout=30_000)
         drawn = time.perf_counter() - started
         in_page = int(page.locator(".address-map").get_attribute("data-draw-ms"))
-        expect(page.locator(".legend")).to_contain_text("leased 30000")
+        expect(page.get_by_role("list", name="Legend")).to_contain_text("leased 30000")
+        # Each /24 coloured by how full it is: full, the gateway alone, nothing.
+        for block, heat in (("10.88.1.0", "heat-4"), ("10.88.0.0", "heat-1"),
+                            ("10.88.200.0", "heat-0")):
+            expect(page.locator(f'.block[data-block="{block}"]')).to_have_class(f"block {heat}")
         shot(page, "map-slash-16")
         opened = time.perf_counter()
         page.locator('.block[data-block="10.88.1.0"]').click()

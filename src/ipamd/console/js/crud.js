@@ -6,7 +6,7 @@ import { confirmDialog, errorBox, form, notice, pagedTable, section } from "./ui
 
 export function crudSection({
   title, noun, columns, fields, editFields, list, create, update, remove, role = "operator",
-  describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete", impact,
+  describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete", impact, onChange,
 }) {
   const writer = can(role);
   const panel = h("div", { class: "panel" });
@@ -23,6 +23,7 @@ export function crudSection({
     });
     clear(tableSlot).append(table);
     if (message) clear(panel).append(notice(message));
+    if (message && onChange) onChange();  // a change was made: what shows it elsewhere redraws
     return table.ready;
   }
 

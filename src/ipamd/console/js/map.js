@@ -4,11 +4,35 @@ import { get } from "./api.js";
 import { append, clear, h } from "./dom.js";
 import { errorBox, fmtTime } from "./ui.js";
 
-export const STATES = ["free", "pool", "excluded", "reserved", "assigned", "leased", "declined"];
+// network, broadcast and gateway are the subnet's own addresses (never "free"): drawn from the
+// subnet itself, not from the history answer.
+export const STATES = ["free", "pool", "excluded", "reserved", "assigned", "leased", "declined",
+  "network", "broadcast", "gateway"];
 const CODE = Object.fromEntries(STATES.map((s, i) => [s, i]));
+const USED = ["reserved", "assigned", "leased", "declined", "gateway"].map((s) => CODE[s]);
 
 const ipToInt = (ip) => ip.split(".").reduce((acc, o) => acc * 256 + Number(o), 0);
 const intToIp = (n) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+
+// The subnet's own addresses: network and broadcast of a /30 or larger (a /31 or /32 has
+// none, RFC 3021), and the gateway unless something else holds it (then that is shown).
+function markOwn(model, subnet) {
+  const bits = Number(subnet.cidr.split("/")[1]);
+  if (bits <= 30) {
+    if (!model.holders.has(0)) model.states[0] = CODE.network;
+    if (!model.holders.has(model.size - 1)) model.states[model.size - 1] = CODE.broadcast;
+  }
+  if (subnet.gateway && !subnet.gateway.includes(":")) {
+    const g = ipToInt(subnet.gateway) - model.base;
+    if (g >= 0 && g < model.size && !model.holders.has(g)) model.states[g] = CODE.gateway;
+  }
+}
+
+function countStates(model) {
+  const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+  for (let i = 0; i < model.size; i += 1) counts[STATES[model.states[i]]] += 1;
+  return counts;
+}
 
 function decode(data) {
   const base = ipToInt(data.cidr.split("/")[0]);
@@ -46,8 +70,16 @@ function describe(model, i) {
 }
 
 function legend(counts) {
-  return h("ul", { class: "legend", "aria-label": "Legend" }, STATES.map((s) =>
+  return h("ul", { class: "legend", "aria-label": "Legend" }, STATES.filter((s) => counts[s] || !["network", "broadcast", "gateway"].includes(s)).map((s) =>
     h("li", {}, h("span", { class: `swatch st-${s}`, "aria-hidden": "true" }), `${s} ${counts[s] ?? 0}`)));
+}
+
+// A /24 block's colour says how full it is.
+const HEAT = [[0, "none in use"], [25, "under 25 %"], [50, "25–50 %"], [80, "50–80 %"], [101, "80 % or more"]];
+const heatOf = (percent) => (percent === 0 ? 0 : HEAT.findIndex(([limit], k) => k > 0 && percent < limit));
+function heatLegend() {
+  return h("ul", { class: "legend", "aria-label": "Block colours" }, HEAT.map(([, label], k) =>
+    h("li", {}, h("span", { class: `swatch heat-${k}`, "aria-hidden": "true" }), label)));
 }
 
 // Arrow keys move between cells (one tab stop for the whole grid).
@@ -99,18 +131,14 @@ function blocksView(model, onOpen) {
     const counts = new Array(STATES.length).fill(0);
     const end = Math.min(model.size, (b + 1) * 256);
     for (let i = b * 256; i < end; i += 1) counts[model.states[i]] += 1;
-    const used = counts[CODE.reserved] + counts[CODE.assigned] + counts[CODE.leased] + counts[CODE.declined];
-    let dominant = "free";
-    let best = -1;
-    for (const s of ["leased", "assigned", "reserved", "declined", "excluded", "pool"]) {
-      if (counts[CODE[s]] > best && counts[CODE[s]] > 0) { best = counts[CODE[s]]; dominant = s; }
-    }
-    const label = `${intToIp(model.base + b * 256)}/24: ${used} of ${end - b * 256} in use`;
+    const used = USED.reduce((a, code) => a + counts[code], 0);
+    const percent = (100 * used) / (end - b * 256);
+    const pooled = counts[CODE.pool];
+    const label = `${intToIp(model.base + b * 256)}/24: ${used} of ${end - b * 256} in use (${percent.toFixed(1)} %)${pooled ? `, ${pooled} free in pools` : ""}`;
     frag.append(h("button", {
-      type: "button", class: `block st-${dominant}`, tabindex: b === 0 ? 0 : -1, title: label,
-      "aria-label": label, dataset: { i: String(b), block: intToIp(model.base + b * 256) },
-      style: { "--used": `${Math.round((100 * used) / (end - b * 256))}%` },
-    }, h("span", { class: "block-fill", "aria-hidden": "true" })));
+      type: "button", class: `block heat-${heatOf(percent)}`, tabindex: b === 0 ? 0 : -1, title: label,
+      "aria-label": label, dataset: { i: String(b), block: intToIp(model.base + b * 256), used: String(used) },
+    }));
   }
   grid.append(frag);
   grid.addEventListener("click", (e) => {
@@ -128,7 +156,7 @@ function localInputValue(date) {
 
 const WEEK_MINUTES = 7 * 24 * 60;
 
-export function addressMap(subnetId) {
+export function addressMap(subnetId, subnet) {
   const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
   const body = h("div", { class: "map-body" });
   const info = h("div", { class: "map-info", role: "status", "aria-live": "polite" }, "Point at an address to see who holds it.");
@@ -145,11 +173,16 @@ export function addressMap(subnetId) {
   function draw() {
     clear(body);
     if (!model) return;
+    if (model.before) {
+      body.append(h("p", { class: "alert ok", "data-testid": "not-yet" },
+        `This subnet did not exist then: it was created ${fmtTime(subnet.created_at)}.`));
+      return;
+    }
     if (model.size <= 256) {
       body.append(cellsView(model, 0, model.size, info));
     } else if (block === null) {
-      body.append(h("p", { class: "muted" }, "Each square is a /24; its fill shows how much is in use. Open one to see its addresses."),
-        blocksView(model, (b) => { block = b; draw(); body.querySelector(".cell")?.focus(); }));
+      body.append(h("p", { class: "muted" }, "Each square is a /24, coloured by how much of it is in use. Open one to see its addresses."),
+        heatLegend(), blocksView(model, (b) => { block = b; draw(); body.querySelector(".cell")?.focus(); }));
     } else {
       body.append(h("div", { class: "row" },
         h("button", { type: "button", class: "button small", onclick: () => { const b = block; block = null; draw(); body.querySelector(`[data-i="${b}"]`)?.focus(); } }, "← All /24 blocks"),
@@ -168,7 +201,10 @@ export function addressMap(subnetId) {
       const data = await get(`/subnets/${subnetId}/history`, params);
       if (mine !== seq) return;
       model = decode(data);
-      clear(legendSlot).append(legend(data.counts));
+      // History before the subnet existed is empty, not free (the API answers the range).
+      model.before = !!(subnet && moment && moment < new Date(subnet.created_at));
+      if (subnet) markOwn(model, subnet);
+      clear(legendSlot).append(model.before ? null : legend(subnet ? countStates(model) : data.counts));
       asOfLabel.textContent = moment ? fmtTime(data.at) : `now (${fmtTime(data.at)})`;
       draw();
       el.dataset.drawMs = String(Math.round(performance.now() - started));
@@ -207,5 +243,7 @@ export function addressMap(subnetId) {
       nowButton, h("span", {}, "Showing: ", asOfLabel)),
     legendSlot, info, body);
   el.ready = load();
+  // Redrawn after any change on the page (a pool, a reservation, …), at the moment shown.
+  el.refresh = () => load();
   return el;
 }

@@ -242,20 +242,24 @@ async function subnetPage(view, { args }) {
     try { const r = await get(`/subnets/${id}/next-free-ip`); nextFree.textContent = r.ip ?? "none free"; }
     catch (e) { nextFree.textContent = e.message; }
   } }, "Next free IP"), " ", nextFree);
-  get(`/subnets/${id}/utilisation`).then((u) => usage.querySelector("h2").after(bar(u.percent_used, s.cidr),
-    h("dl", { class: "stats" }, ["size", "used", "free", "leased", "reserved", "assigned", "excluded"].map((k) => [h("dt", {}, k), h("dd", {}, String(u[k]))])))).catch((e) => usage.append(errorBox(e)));
+  const usageSlot = h("div");
+  usage.querySelector("h2").after(usageSlot);
+  const refreshUsage = () => get(`/subnets/${id}/utilisation`).then((u) => clear(usageSlot).append(bar(u.percent_used, s.cidr),
+    h("dl", { class: "stats" }, ["size", "used", "free", "leased", "reserved", "assigned", "excluded"].map((k) => [h("dt", {}, k), h("dd", {}, String(u[k]))])))).catch((e) => clear(usageSlot).append(errorBox(e)));
+  refreshUsage();
   top.append(fields, usage);
 
   const map = section("Address map");
-  const mapView = addressMap(id);
+  const mapView = addressMap(id, s);
   map.append(mapView);
   view.append(map);
 
   const classField = (await picker("/client-classes", "class_id", "Client class", "any client", (c) => `${c.name} (${c.match} ${c.value})`))
     || { name: "class_id", label: "Client class id", nullable: true };
   const className = new Map((classField.options || []).slice(1));
+  const changed = () => { mapView.refresh(); refreshUsage(); };
   const child = (title, noun, path, itemPath, columns, createFields, editFields, impact) => crudSection({
-    title, noun, columns, fields: createFields, editFields, impact,
+    title, noun, columns, fields: createFields, editFields, impact, onChange: changed,
     list: pageOf(`/subnets/${id}/${path}`),
     create: (v) => post(`/subnets/${id}/${path}`, v),
     update: (row, v) => patch(`/${itemPath}/${row.id}`, v),

@@ -214,7 +214,7 @@ export function pagedTable({ columns, load, empty = "Nothing here yet.", caption
   let known = null;
   const showCount = () => {
     counter.textContent = known !== null ? `${count} of ${known}`
-      : cursor ? `${count} shown; Load more for the rest` : `${count} ${count === 1 ? "row" : "rows"}`;
+      : cursor ? `${count} shown; Load more for the rest` : count ? `${count} ${count === 1 ? "row" : "rows"}` : "";
   };
   const all = select ? h("input", { type: "checkbox", "aria-label": "Select every row shown", onchange: () => {
     for (const box of tbody.querySelectorAll("input.row-select")) {
