@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from ipamd.dhcp.codec import PROTECTED_OPTIONS, DhcpMessage, MalformedPacket, parse
+from tests.support.fuzz import FUZZ, mutated
 
-FUZZ = settings(
-    max_examples=2000,
-    deadline=None,
-    database=None,  # keep the repo free of .hypothesis/ state
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 # Generation-heavy strategies: fewer examples keep the file's runtime reasonable.
 FUZZ_HEAVY = settings(FUZZ, max_examples=1000)
 
@@ -174,31 +169,9 @@ def test_structured_options(
     _exercise(_header(op=op, hlen=hlen, file=file[:128], sname=sname[:64]) + prefix + main)
 
 
-@st.composite
-def _mutated(draw: st.DrawFn) -> bytes:
-    data = bytearray(draw(st.sampled_from(SEEDS)))
-    for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(("flip", "set", "set", "truncate", "insert", "delete")))
-        # Mostly hit the options area so most mutants get past the header checks.
-        if draw(st.integers(0, 4)) and len(data) > 241:
-            pos = draw(st.integers(240, len(data) - 1))
-        else:
-            pos = draw(st.integers(0, max(len(data) - 1, 0)))
-        if kind == "flip" and data:
-            data[pos] ^= 1 << draw(st.integers(0, 7))
-        elif kind == "set" and data:
-            data[pos] = draw(st.sampled_from((0, 1, 3, 4, 52, 53, 63, 81, 82, 0x80, 0xC0, 255)))
-        elif kind == "truncate":
-            del data[pos:]
-        elif kind == "insert":
-            data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
-        elif kind == "delete":
-            del data[pos : pos + draw(st.integers(1, 8))]
-    return bytes(data)
-
-
 @FUZZ
-@given(_mutated())
+# Mostly hit the options area (from octet 240) so most mutants get past the header checks.
+@given(mutated(SEEDS, (0, 1, 3, 4, 52, 53, 63, 81, 82, 0x80, 0xC0, 255), focus=240))
 def test_mutated_valid_packets(data: bytes) -> None:
     _exercise(data)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from ipaddress import IPv6Address
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from ipamd.dhcp6 import options as o
@@ -20,6 +20,7 @@ from ipamd.dhcp6 import relay as relay_chain
 from ipamd.dhcp6.codec import Message, RelayMessage, RelayMsg, parse
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.protocol import MAX_RELAY_DEPTH, REASONS, Malformed
+from tests.support.fuzz import FUZZ, mutated
 from tests.unit.dhcp6.wire import (
     DHCLIENT_SOLICIT,
     DHCRELAY_FORWARD,
@@ -32,12 +33,6 @@ from tests.unit.dhcp6.wire import (
     relay,
 )
 
-FUZZ = settings(
-    max_examples=2000,
-    deadline=None,
-    database=None,  # keep the repo free of .hypothesis/ state
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 FUZZ_HEAVY = settings(FUZZ, max_examples=700)
 FUZZ_CHAINS = settings(FUZZ, max_examples=250)  # up to nine generated messages each
 
@@ -136,27 +131,8 @@ def test_structured_options(area: bytes, msg_type: int) -> None:
         _exercise(client(msg_type, 0x123456, area))
 
 
-@st.composite
-def _mutated(draw: st.DrawFn) -> bytes:
-    data = bytearray(draw(st.sampled_from(SEEDS)))
-    for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(("flip", "set", "set", "truncate", "insert", "delete")))
-        pos = draw(st.integers(0, max(len(data) - 1, 0)))
-        if kind == "flip" and data:
-            data[pos] ^= 1 << draw(st.integers(0, 7))
-        elif kind == "set" and data:
-            data[pos] = draw(st.sampled_from((0, 1, 3, 5, 9, 12, 13, 25, 26, 0x3F, 0xC0, 255)))
-        elif kind == "truncate":
-            del data[pos:]
-        elif kind == "insert":
-            data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
-        elif kind == "delete":
-            del data[pos : pos + draw(st.integers(1, 8))]
-    return bytes(data)
-
-
 @FUZZ
-@given(_mutated())
+@given(mutated(SEEDS, (0, 1, 3, 5, 9, 12, 13, 25, 26, 0x3F, 0xC0, 255)))
 def test_mutated_valid_packets(data: bytes) -> None:
     _exercise(data)
 
