@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -216,3 +217,126 @@ class Udhcpc:
             self.net.lab.stop(self.proc)
             raise AssertionError(f"udhcpc still running after {timeout} s")
         return self.proc.returncode
+
+
+# --- IPv6: the same segment for DHCPv6 (issue 49) ---------------------------------------
+#
+#     client ns ── veth "l" ── relay ns (dhcrelay -6; <lan>::1/64) ── veth "s" ── root ns
+#     (dhclient -6)                      (<up>::2/64 upstream)                   (<up>::1)
+#
+# Addresses from 2001:db8:77::/48 (netns.ALLOWED6), two /64s per lab picked at random so
+# parallel labs do not share a route. No duplicate address detection: a tentative address
+# cannot be bound (the issue's facts from trying Debian's clients).
+
+
+@dataclass
+class Dhcp6Net:
+    lab: Lab
+    client_ns: str
+    relay_ns: str
+    server_ip: str   # where the appliance listens (root namespace), port 547
+    relay_ip: str    # the relay's upstream address: the Relay-forwards' source
+    link_ip: str     # the relay's address on the clients' link: the link-address
+    lan: str         # the clients' /64 (the subnet to serve)
+    relay_lan_if: str
+    relay_up_if: str
+    client_if: str
+    server_if: str
+    relay: subprocess.Popen[Any] | None = None
+
+
+def _no_dad(lab: Lab, ns: str) -> None:
+    for scope in ("all", "default"):
+        lab.sysctl(ns, f"net.ipv6.conf.{scope}.accept_dad", "0")
+
+
+def build6(lab: Lab) -> Dhcp6Net:
+    up_id, lan_id = secrets.SystemRandom().sample(range(1, 0xFFFF), 2)
+    up, lan = f"2001:db8:77:{up_id:x}::", f"2001:db8:77:{lan_id:x}::"
+    client_ns, relay_ns = lab.namespace("cli6"), lab.namespace("rly6")
+    for ns in (client_ns, relay_ns):
+        _no_dad(lab, ns)
+    upstream = lab.veth("s6", None, relay_ns, f"{up}1/64", f"{up}2/64")
+    link = lab.veth("l6", relay_ns, client_ns, f"{lan}1/64", None)
+    return Dhcp6Net(lab=lab, client_ns=client_ns, relay_ns=relay_ns, server_ip=f"{up}1",
+                    relay_ip=f"{up}2", link_ip=f"{lan}1", lan=f"{lan}/64",
+                    relay_lan_if=link.a, relay_up_if=upstream.b, client_if=link.b,
+                    server_if=upstream.a)
+
+
+async def settled6(net: Dhcp6Net, timeout: float = 10) -> None:
+    """Until no address of the lab is tentative (link-locals of the root side included)."""
+    with trio.move_on_after(timeout):
+        while any(net.lab.ip(ns, "-6", "addr", "show", *where, "tentative").stdout.strip()
+                  for ns, where in ((net.client_ns, ()), (net.relay_ns, ()),
+                                    (None, ("dev", net.server_if)))):
+            await trio.sleep(0.1)
+        return
+    raise AssertionError("IPv6 addresses still tentative")
+
+
+async def start_relay6(net: Dhcp6Net, log: Path) -> subprocess.Popen[Any]:
+    """ISC dhcrelay -6: clients on the LAN interface, the server upstream."""
+    handle = open(log, "w")  # noqa: SIM115 - the relay writes to it for its lifetime
+    net.relay = net.lab.spawn(
+        net.relay_ns,
+        ["dhcrelay", "-6", "-d", "--no-pid", "-l", net.relay_lan_if,
+         "-u", f"{net.server_ip}%{net.relay_up_if}"],
+        stdout=handle, stderr=subprocess.STDOUT,
+    )
+    handle.close()
+    with trio.move_on_after(10):
+        while "Sending on" not in log.read_text(errors="replace"):
+            if net.relay.poll() is not None:
+                raise RuntimeError(f"dhcrelay -6 exited: {log.read_text(errors='replace')}")
+            await trio.sleep(0.05)
+    return net.relay
+
+
+# dhclient -6 calls it with $reason (PREINIT6, BOUND6, RENEW6, REBIND6, RELEASE6, EXPIRE6,
+# DEPREF6...) and new_ip6_address/new_ip6_prefixlen (IA_NA), new_ip6_prefix (IA_PD),
+# new_dhcp6_name_servers, new_dhcp6_domain_search. It records one line per event; nothing
+# needs configuring (DHCPv6 clients send Renew and Release through the relay, multicast).
+SCRIPT6 = """#!/bin/sh
+printf '{"event":"%s","ip":"%s","prefixlen":"%s","prefix":"%s","dns":"%s","search":"%s"}\\n' \\
+  "$reason" "${new_ip6_address:-$old_ip6_address}" "$new_ip6_prefixlen" \\
+  "${new_ip6_prefix:-$old_ip6_prefix}" "$new_dhcp6_name_servers" \\
+  "$new_dhcp6_domain_search" >> "@RECORD@"
+exit 0
+"""
+
+
+class Dhclient6:
+    """ISC dhclient -6 in the foreground (-d): -N for an address, -P for a prefix."""
+
+    def __init__(self, net: Dhcp6Net, workdir: Path, name: str = "dhclient6",
+                 duid: bytes | None = None) -> None:
+        self.net = net
+        self.recorder = Recorder(workdir, name)
+        self.recorder.script.write_text(SCRIPT6.replace("@RECORD@", str(self.recorder.record)))
+        self.conf = workdir / f"{name}.conf"
+        self.conf.write_text("timeout 20;\nretry 1;\nrequest dhcp6.name-servers, "
+                             "dhcp6.domain-search;\n")
+        self.leases = workdir / f"{name}.leases"
+        if duid is not None:  # dhclient -6 reads its DUID from the lease file (the facts)
+            octal = "".join(f"\\{byte:03o}" for byte in duid)
+            self.leases.write_text(f'default-duid "{octal}";\n')
+        self.files = ["-sf", str(self.recorder.script), "-pf", str(workdir / f"{name}.pid"),
+                      "-lf", str(self.leases), "-cf", str(self.conf)]
+        self.log = workdir / f"{name}.log"
+        self.proc: subprocess.Popen[Any] | None = None
+
+    def start(self, *mode: str) -> None:
+        with open(self.log, "w") as handle:
+            self.proc = self.net.lab.spawn(
+                self.net.client_ns,
+                ["dhclient", "-6", *mode, "-d", "-1", "-v", *self.files, self.net.client_if],
+                stdout=handle, stderr=subprocess.STDOUT,
+            )
+
+    async def release(self, *mode: str) -> subprocess.CompletedProcess[str]:
+        return await self.net.lab.run_async(
+            self.net.client_ns,
+            ["dhclient", "-6", *mode, "-r", "-v", *self.files, self.net.client_if],
+            timeout=DHCLIENT_WAIT, check=False,
+        )

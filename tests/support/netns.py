@@ -28,6 +28,9 @@ from typing import Any
 log = logging.getLogger("tests.netns")
 
 ALLOWED = ipaddress.ip_network("10.77.0.0/16")
+# IPv6 labs (the DHCPv6 end-to-end tests): part of the documentation prefix (RFC 3849),
+# which no network routes; each lab takes its own /64s from it (dhcp_lab.build6).
+ALLOWED6 = ipaddress.ip_network("2001:db8:77::/48")
 REGISTRY = Path("/run/ipamd-netns")
 PREFIX = "ipt"
 IFNAMSIZ = 15  # the kernel's limit on interface names (without the NUL)
@@ -70,10 +73,12 @@ def require_tools(*names: str) -> str | None:
 
 
 def check_address(value: str) -> str:
-    """An address or interface address (a.b.c.d[/len]) that must lie inside 10.77.0.0/16."""
+    """An address or interface address (a.b.c.d[/len]) that must lie inside 10.77.0.0/16
+    (IPv6: inside 2001:db8:77::/48)."""
     iface = ipaddress.ip_interface(value)
-    if iface.ip not in ALLOWED or not iface.network.subnet_of(ALLOWED):  # type: ignore[arg-type]
-        raise ValueError(f"{value}: test networks must stay inside {ALLOWED}")
+    allowed = ALLOWED if iface.version == 4 else ALLOWED6
+    if iface.ip not in allowed or not iface.network.subnet_of(allowed):  # type: ignore[arg-type]
+        raise ValueError(f"{value}: test networks must stay inside {allowed}")
     return value
 
 
@@ -215,9 +220,11 @@ class Lab:
 
     def address(self, ns: str | None, ifname: str, addr: str) -> None:
         check_address(addr)
+        v6 = ipaddress.ip_interface(addr).version == 6
         if "/" not in addr:
-            addr += "/32"
-        self.ip(ns, "addr", "add", addr, "dev", ifname)
+            addr += "/128" if v6 else "/32"
+        # IPv6: no duplicate address detection (a tentative address cannot be bound).
+        self.ip(ns, "addr", "add", addr, "dev", ifname, *(["nodad"] if v6 else []))
 
     def route(self, ns: str, dest: str, via: str) -> None:
         """A route inside a lab namespace (never in the root namespace: see policy_route)."""
