@@ -12,7 +12,7 @@ import trio
 from playwright.sync_api import expect
 
 from ipamd import runtime
-from tests.browser.conftest import XSS_HOSTNAME
+from tests.browser.conftest import XSS_HOSTNAME, lease
 from tests.browser.harness import BrowserThread, Visit, shot
 from tests.integration.dhcp.harness import dhcp_section
 
@@ -21,7 +21,8 @@ from tests.integration.dhcp.harness import dhcp_section
 async def config_overrides(relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
     # Heartbeats every 0.2 s: the node page shows the DHCP counters of the plan's leases.
     return {"dhcp": dhcp_section(relay_sock.getsockname()[1]),
-            "ops": {"heartbeat_seconds": 0.2, "node_down_seconds": 5.0}}
+            "ops": {"heartbeat_seconds": 0.2, "node_down_seconds": 5.0,
+                    "alert_interval_seconds": 0.5}}
 
 
 async def test_ops_pages(appliance: runtime.Running, tokens: dict, plan: dict,
@@ -89,3 +90,41 @@ async def test_ops_pages(appliance: runtime.Running, tokens: dict, plan: dict,
     assert {d["name"] for d in made} == {XSS_HOSTNAME, "pager duty"}
     rules = (await admin.get("/settings/alert-rules")).json()
     assert rules["utilisation_clear_percent"] == 80.0
+
+
+async def test_dashboard_refreshes_itself_and_links_alerts(
+    appliance: runtime.Running, tokens: dict, plan: dict, admin: httpx.AsyncClient,
+    relay: Any, browser: BrowserThread, base: str,
+) -> None:
+    # Two leases in a pool of 51: 3.9 % — over a 2 % threshold, so the pool's alert opens.
+    rules = await admin.patch("/settings/alert-rules", json={
+        "utilisation_percent": 2, "utilisation_clear_percent": 1})
+    assert rules.status_code == 200, rules.text
+    with trio.fail_after(15):
+        while not any(a["rule"] == "pool_utilisation" for a in
+                      (await admin.get("/alerts", params={"status": "open"})).json()["items"]):
+            await trio.sleep(0.2)
+    token = trio.lowlevel.current_trio_token()
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go("#/")
+        active = page.get_by_test_id("leases-active")
+        expect(active).to_have_text("2")
+        expect(page.get_by_role("img", name="Grants per minute over the last hour",
+                                exact=False)).to_be_visible()
+        # A new lease from the DHCP server shows without a reload (the page redraws itself).
+        trio.from_thread.run(lease, relay, 9, "fresh", trio_token=token)
+        expect(active).to_have_text("3", timeout=20_000)
+        expect(page.get_by_test_id("refreshed")).to_contain_text("refreshed every")
+        shot(page, "dashboard")
+        # An alert links to what it is about: the pool's subnet page.
+        alerts = page.locator("section", has=page.get_by_role("heading", name="Open alerts",
+                                                              exact=False))
+        alerts.get_by_role("link", name="pool dyn in 127.77.0.0/24", exact=False).click()
+        expect(page.get_by_role("heading", name="Subnet 127.77.0.0/24 — lab-a")).to_be_visible()
+        v.go("#/alerts?status=open")
+        expect(page.get_by_role("link", name="pool dyn in 127.77.0.0/24", exact=False)
+               ).to_be_visible()
+
+    await browser.run(base, drive, token=tokens["viewer"])

@@ -12,10 +12,79 @@ const sum = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
 // Colours of the existing badge classes: green, red, amber.
 const statusBadge = (s) => badge(s, s === "up" || s === "cleared" ? "delivered" : "failed");
 
-export async function dashboard(view) {
+// What an alert is about, as a link: its subject is a pool or subnet id, a node name, a kind.
+export function alertSubject(a, nodeIds = new Map()) {
+  const to = {
+    pool_utilisation: () => `#/pools/${a.subject}`,
+    subnet_utilisation: () => `#/subnets/${a.subject}`, no_address: () => `#/subnets/${a.subject}`,
+    node_down: () => (nodeIds.has(a.subject) ? `#/nodes/${nodeIds.get(a.subject)}` : "#/nodes"),
+    dhcp_drops: () => (nodeIds.has(a.subject) ? `#/nodes/${nodeIds.get(a.subject)}` : "#/nodes"),
+    license: () => "#/license",
+    outbox_failed: () => `#/work?kind=${encodeURIComponent(a.subject)}&state=failed`,
+    dns_delivery_failed: () => "#/work?kind=dns&state=failed",
+    outbox_backlog: () => `#/work?kind=${encodeURIComponent(a.subject)}&state=pending`,
+  }[a.rule];
+  return to ? link(to(), a.summary) : a.summary;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  el.append(...children);
+  return el;
+}
+
+// Grants in each of the last 60 minutes as bars (oldest left); the numbers are in its label.
+function grantChart(perMinute) {
+  const values = perMinute.map((m) => m.grants);
+  const top = Math.max(1, ...values);
+  const width = 300;
+  const height = 60;
+  const w = width / Math.max(1, values.length);
+  const total = values.reduce((a, b) => a + b, 0);
+  const label = `Grants per minute over the last hour: ${total} in all, busiest minute ${Math.max(0, ...values)}, last minute ${values[values.length - 1] ?? 0}`;
+  return svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label, preserveAspectRatio: "none" },
+    svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, class: "chart-axis" }),
+    ...values.map((v, i) => svg("rect", {
+      x: (i * w + 0.5).toFixed(2), width: Math.max(0.5, w - 1).toFixed(2),
+      y: (height - (height * v) / top).toFixed(2), height: ((height * v) / top).toFixed(2), class: "chart-bar",
+    }, svg("title", {}, `${fmtTime(perMinute[i].minute)}: ${v}`))));
+}
+
+const REFRESH_MS = 5000;
+
+// The dashboard redraws itself from GET /dashboard every few seconds while it is shown.
+export async function dashboard(view, { isCurrent } = {}) {
   view.append(h("h1", {}, "Dashboard"));
-  let d;
-  try { d = await get("/dashboard"); } catch (e) { view.append(errorBox(e)); return; }
+  const status = h("p", { class: "muted refresh-note", "data-testid": "refreshed" });
+  const body = h("div", { class: "dashboard-body" });
+  view.append(status, body);
+  let failures = 0;
+  const tick = async () => {
+    if (!view.isConnected || (isCurrent && !isCurrent())) return;  // another page: stop
+    if (!document.hidden) {
+      try {
+        const d = await get("/dashboard");
+        if (!view.isConnected) return;
+        const next = h("div", { class: "dashboard-body" });
+        drawDashboard(next, d);
+        body.replaceChildren(...next.childNodes);
+        status.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every ${REFRESH_MS / 1000} s.`;
+        failures = 0;
+      } catch (e) {
+        failures += 1;
+        status.replaceChildren(errorBox(e));
+      }
+    }
+    setTimeout(tick, REFRESH_MS * Math.min(6, 1 + failures));
+  };
+  try { drawDashboard(body, await get("/dashboard")); } catch (e) { body.append(errorBox(e)); }
+  status.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every ${REFRESH_MS / 1000} s.`;
+  setTimeout(tick, REFRESH_MS);
+}
+
+function drawDashboard(view, d) {
   const grid = h("div", { class: "cards" });
   view.append(grid);
   const l = d.license;
@@ -23,21 +92,24 @@ export async function dashboard(view) {
     bar(l.percent_used, "license"), h("p", { class: "muted" }, `tier ${l.tier}; ${l.available} available`)));
   const states = ["active", "offered", "declined", "expired", "released"];
   grid.append(section("Leases by state", h("dl", { class: "stats" }, states.map((s) => [
-    h("dt", {}, link(`#/leases?state=${s}`, s)), h("dd", {}, String(d.leases[s] ?? 0))]))));
+    h("dt", {}, link(`#/leases?state=${s}`, s)), h("dd", { "data-testid": `leases-${s}` }, String(d.leases[s] ?? 0))]))));
   grid.append(section("Nodes", h("p", { class: "big" }, `${d.nodes.up} up, ${d.nodes.down} down`),
     h("ul", {}, d.nodes.items.map((n) => h("li", {}, link(`#/nodes/${n.id}`, n.name), " ", statusBadge(n.status))))));
   const grants = d.grants_per_minute.map((m) => m.grants);
-  grid.append(section("Grants (last hour)", h("p", { class: "big" }, String(sum(grants))),
+  grid.append(section("Grants (last hour)", h("p", { class: "big", "data-testid": "grants" }, String(sum(grants))),
+    grantChart(d.grants_per_minute),
     h("p", { class: "muted" }, `last minute ${grants[grants.length - 1] ?? 0}; busiest minute ${Math.max(0, ...grants)}`)));
 
   const open = d.alerts.items;
+  const nodeIds = new Map(d.nodes.items.map((n) => [n.name, n.id]));
   view.append(section(`Open alerts (${d.alerts.open})`, open.length
     ? table("Open alerts", ["Opened", "Rule", "Severity", "Summary"], open.map((a) => [
-      fmtTime(a.opened_at), a.rule, badge(a.severity, a.severity === "critical" ? "failed" : "retrying"), a.summary]))
+      fmtTime(a.opened_at), a.rule, badge(a.severity, a.severity === "critical" ? "failed" : "retrying"), alertSubject(a, nodeIds)]))
     : h("p", { class: "muted" }, "No open alerts. ", link("#/alerts", "History"))));
 
-  view.append(section("Subnet utilisation (worst first)", d.subnets.length
-    ? table("Subnets, worst-utilised first", ["Subnet", "Name", "Used", "Size", "Utilisation"], d.subnets.map((s) => [
+  // /dashboard's subnet figure is its pools' use (docs/console.md: which utilisation is which).
+  view.append(section("Pool use by subnet (worst first)", d.subnets.length
+    ? table("Subnets by the use of their pools, worst first", ["Subnet", "Name", "Used in pools", "Pool addresses", "Pool use"], d.subnets.map((s) => [
       link(`#/subnets/${s.subnet_id}`, s.cidr), s.name, String(s.used), String(s.size), bar(s.percent_used, s.cidr)]))
     : h("p", { class: "muted" }, "No pools yet. ", link("#/prefixes", "Create a prefix, its subnets and pools."))));
   if (d.pools.length) {
@@ -98,7 +170,7 @@ export async function alertsPage(view, { params }) {
       { label: "Cleared", value: (a) => fmtTime(a.cleared_at) || "—" },
       { label: "State", value: (a) => statusBadge(a.status) },
       { label: "Rule", value: (a) => a.rule },
-      { label: "Summary", value: (a) => a.summary },
+      { label: "Summary", value: (a) => alertSubject(a) },
     ],
     load: (cursor) => get("/alerts", { ...(status ? { status } : {}), cursor }),
     empty: "No alerts.",

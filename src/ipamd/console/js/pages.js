@@ -765,7 +765,14 @@ async function licensePage(view) {
       .map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]))));
 }
 
+// A pool has no page of its own: its subnet's page shows it (alerts link here).
+async function poolPage(view, { args }) {
+  const pool = await get(`/pools/${args[0]}`);
+  location.replace(`#/subnets/${pool.subnet_id}`);
+}
+
 export const routes = [
+  [/^\/pools\/([0-9a-f-]{36})$/, poolPage],
   [/^\/$/, opsPages.dashboard],  // one GET /dashboard (issue 14)
   [/^\/nodes$/, opsPages.nodes],
   [/^\/nodes\/([0-9a-f-]{36})$/, opsPages.nodePage],
