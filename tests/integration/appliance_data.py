@@ -1,9 +1,12 @@
 """Shared by the backup and upgrade tests: the appliance with a plan, leases and webhooks in
-it, and a snapshot of every list the API serves (to compare before and after)."""
+it, a snapshot of every list the API serves (to compare before and after), and an empty
+database to migrate step by step."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +15,30 @@ import trio
 
 from ipamd import runtime
 from ipamd.config import Config
+from ipamd.db.bridge import run_once
 from ipamd.dhcp import options as o
 from tests.integration.dhcp.harness import RELAY_IP, TRUSTED, Relay
+from tests.support import postgres
 from tests.support.ports import free_port
 from tests.unit.dhcp.packets import mac_bytes, relay_info, request
 
 CIDR = "127.77.0.0/16"
 HOOK = {"name": "siem", "url": "https://hooks.example.com/ipamd", "secret_ref": "env:HOOK_SECRET"}
+
+
+@asynccontextmanager
+async def empty_database(pg: postgres.PgServer) -> AsyncIterator[str]:
+    """The DSN of a new database on the suite's server, with no schema; dropped after."""
+    name = postgres.next_name()
+
+    async def create(conn: Any) -> None:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+
+    await run_once(pg.dsn("postgres"), create)
+    try:
+        yield pg.dsn(name)
+    finally:
+        await run_once(pg.dsn("postgres"), postgres.drop, name)
 
 
 def appliance_config(dsn: str, state_dir: Path, relay_port: int, dhcp_port: int) -> dict[str, Any]:

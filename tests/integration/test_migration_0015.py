@@ -12,6 +12,7 @@ import pytest
 
 from ipamd.db import migrate
 from ipamd.db.bridge import run_once
+from tests.integration import appliance_data as data
 from tests.support import postgres
 
 DEFAULT_TENANT = "00000000-0000-7000-8000-000000000001"
@@ -33,16 +34,8 @@ ERRORS = {
 
 @pytest.fixture
 async def empty_dsn(pg: postgres.PgServer, aio: Any) -> Any:
-    name = postgres.next_name()
-
-    async def create(conn: Any) -> None:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-
-    await run_once(pg.dsn("postgres"), create)
-    try:
-        yield pg.dsn(name)
-    finally:
-        await run_once(pg.dsn("postgres"), postgres.drop, name)
+    async with data.empty_database(pg) as dsn:
+        yield dsn
 
 
 async def _fill(conn: Any) -> None:

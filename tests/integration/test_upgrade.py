@@ -33,16 +33,8 @@ TABLES = ("prefixes", "subnets", "pools", "reservations", "webhooks", "audit_log
 
 @pytest.fixture
 async def empty_dsn(pg: postgres.PgServer, aio: Any) -> Any:
-    name = postgres.next_name()
-
-    async def create(conn: Any) -> None:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-
-    await run_once(pg.dsn("postgres"), create)
-    try:
-        yield pg.dsn(name)
-    finally:
-        await run_once(pg.dsn("postgres"), postgres.drop, name)
+    async with data.empty_database(pg) as dsn:
+        yield dsn
 
 
 async def _fill_plan(conn: Any) -> dict[str, Any]:
