@@ -287,17 +287,21 @@ def count_states(
     return counts
 
 
+# The leases of subnet $1 held at moment $2 inside $3 (their map head and state): the same
+# rows for both maps, which key them by offset (IPv4) or by address (IPv6).
+_HELD_AT = f"""map_head,
+           CASE WHEN declined_at <= $2 THEN 'declined' ELSE 'leased' END AS state
+      FROM lease_intervals
+     WHERE subnet_id = $1 AND tstzrange(from_at, to_at, '[)') @> $2::timestamptz
+       AND ip << $3::cidr
+       AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2)"""
+
 # One moment's leases and the plan's entries no lease overrides, in one pass: the entries as
 # one text (unordered: sorting 65,536 of them would cost as much as finding them), the
 # leases' offsets (n, from the subnet's first address) and how many are declined.
 _MAP_SQL = f"""
 WITH held AS (
-    SELECT ip - $3::inet AS n, map_head,
-           CASE WHEN declined_at <= $2 THEN 'declined' ELSE 'leased' END AS state
-      FROM lease_intervals
-     WHERE subnet_id = $1 AND tstzrange(from_at, to_at, '[)') @> $2::timestamptz
-       AND ip << $3::cidr
-       AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2)
+    SELECT ip - $3::inet AS n, {_HELD_AT}
 ), planned AS (
     -- A few plan entries: probing each address beats hashing every held one.
     SELECT n, entry FROM unnest($4::int8[], $5::text[]) AS p(n, entry)
@@ -389,12 +393,7 @@ async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.dat
 # overrides, by address; inet, not offsets (a /64's offsets overflow bigint).
 _HELD_V6 = f"""
 held AS (
-    SELECT ip, map_head,
-           CASE WHEN declined_at <= $2 THEN 'declined' ELSE 'leased' END AS state
-      FROM lease_intervals
-     WHERE subnet_id = $1 AND tstzrange(from_at, to_at, '[)') @> $2::timestamptz
-       AND ip << $3::cidr
-       AND ({EFFECTIVE_TO} IS NULL OR {EFFECTIVE_TO} > $2)
+    SELECT ip, {_HELD_AT}
 ), planned AS (
     SELECT p.ip, p.entry, p.state FROM unnest($4::inet[], $5::text[], $6::text[])
                                        AS p(ip, entry, state)
