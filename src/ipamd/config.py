@@ -162,6 +162,8 @@ class Dhcp6Config(Section):
     # the Relay-forward came from.
     reply_port: int = Field(default=547, ge=0, le=65535)
     trusted_relays: list[str] = []
+    # Directly attached links: clients multicasting to ff02::1:2 on these interfaces.
+    interfaces: list[Annotated[str, Field(min_length=1, max_length=15)]] = []
     rapid_commit: bool = True
     decline_probation_seconds: int = Field(default=86_400, ge=0)
     commit_batch_max: int = Field(default=256, ge=1, le=10_000)

@@ -21,6 +21,9 @@ from ipamd import runtime
 from ipamd.core.lease_events import derive_all
 from ipamd.db.bridge import Database
 from ipamd.dhcp6.duid import Duid
+from ipamd.state import AppState
+from tests.conftest import make_config
+from tests.integration.dhcp6.conftest import start_server
 from tests.support import dhcp_lab, netns
 from tests.support.dhcp_lab import Dhclient6, Dhcp6Net
 
@@ -196,3 +199,47 @@ async def test_untrusted_relay_is_ignored(relayed: Dhcp6Net, appliance: runtime.
     assert server.counters.drops["untrusted_relay"] >= 1
     assert "BOUND6" not in client.recorder.names()
     assert await _leases(admin, "na") == []
+
+
+@pytest.fixture
+def attached(lab: netns.Lab) -> Dhcp6Net:
+    reason = netns.require_tools("dhclient")
+    if reason:
+        pytest.skip(reason)
+    return dhcp_lab.build6_attached(lab)
+
+
+async def test_directly_attached_client_is_served(lab: netns.Lab, attached: Dhcp6Net,
+                                                  db: Database, nursery: trio.Nursery,
+                                                  dsn: str, tmp_path: Path) -> None:
+    async def seed(conn: Any) -> None:
+        tenant = await conn.fetchval("SELECT id FROM tenants ORDER BY id LIMIT 1")
+        prefix = await conn.fetchval(
+            "INSERT INTO prefixes (tenant_id, cidr) VALUES ($1, $2) RETURNING id",
+            tenant, attached.lan)
+        subnet = await conn.fetchval(
+            "INSERT INTO subnets (tenant_id, prefix_id, cidr) VALUES ($1, $2, $3) RETURNING id",
+            tenant, prefix, attached.lan)
+        base = ipaddress.IPv6Network(attached.lan).network_address
+        await conn.execute("INSERT INTO pools (subnet_id, name, start_ip, end_ip) "
+                           "VALUES ($1, 'direct', $2, $3)", subnet, str(base + 0x10),
+                           str(base + 0x1F))
+
+    await db.transaction(seed)
+    await dhcp_lab.settled6(attached)
+    config = make_config(dsn, dhcp6={"enabled": True, "listen": [],
+                                     "interfaces": [attached.server_if]})
+    state = AppState(config=config, db=db)
+    server, scope, done = await start_server(nursery, state)
+    try:
+        client = Dhclient6(attached, tmp_path, "direct")
+        client.start("-N")
+        bound = await client.recorder.wait({"BOUND6"}, timeout=30)
+        base = ipaddress.IPv6Network(attached.lan).network_address
+        assert base + 0x10 <= ipaddress.IPv6Address(bound["ip"]) <= base + 0x1F, bound
+        assert server.counters.leases["granted"] == 1
+        assert server.counters.drops == {}
+        lab.stop(client.proc)  # type: ignore[arg-type]
+    finally:
+        scope.cancel()
+        await done.wait()

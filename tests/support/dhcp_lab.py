@@ -264,6 +264,19 @@ def build6(lab: Lab) -> Dhcp6Net:
                     server_if=upstream.a)
 
 
+def build6_attached(lab: Lab) -> Dhcp6Net:
+    """A client namespace on a veth whose root side the server serves directly
+    (dhcp6.interfaces): no relay (its fields are empty); the root side's global address
+    names the subnet."""
+    lan = f"2001:db8:77:{secrets.randbelow(0xFFFE) + 1:x}::"
+    client_ns = lab.namespace("cli6d")
+    _no_dad(lab, client_ns)
+    pair = lab.veth("d6", None, client_ns, f"{lan}1/64", None)
+    return Dhcp6Net(lab=lab, client_ns=client_ns, relay_ns=client_ns, server_ip=f"{lan}1",
+                    relay_ip="", link_ip=f"{lan}1", lan=f"{lan}/64", relay_lan_if="",
+                    relay_up_if="", client_if=pair.b, server_if=pair.a)
+
+
 async def settled6(net: Dhcp6Net, timeout: float = 10) -> None:
     """Until no address of the lab is tentative (link-locals of the root side included)."""
     with trio.move_on_after(timeout):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import socket
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -49,6 +48,14 @@ from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.engine import ChangeKind, Decision, LeaseChange
 from ipamd.dhcp6.plan import Binding
 from ipamd.dhcp6.protocol import Malformed
+from ipamd.dhcp6.sockets import (
+    CLIENT_PORT,
+    Endpoint,
+    global_addresses,
+    open_interface,
+    open_listen,
+    split_listen,
+)
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp6.server")
@@ -62,15 +69,6 @@ _KINDS = {ChangeKind.GRANT: OpKind.INSERT, ChangeKind.RENEW: OpKind.ACK,
 
 
 @dataclass(slots=True)
-class Endpoint:
-    sock: socket.socket
-    host: str
-    port: int
-    waited: float = 0.0
-    waiting_since: float | None = None
-
-
-@dataclass(slots=True)
 class Pending:
     """One message waiting for its commit (the committer's queued item)."""
 
@@ -79,27 +77,9 @@ class Pending:
     decision: Decision
     relayed: relay.Relayed
     ep: Endpoint
-    source: tuple[str, int]
+    dest: tuple[Any, ...]  # where the reply goes (the relay's address, or the client's)
+    link_address: IPv6Address | None  # what named the client's link
     retried: bool = False
-
-
-def split_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def open_listen(value: str) -> Endpoint:
-    host, port = split_listen(value)
-    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    try:
-        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # DHCPv6 is IPv6 only
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        sock.bind((host, port))
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return Endpoint(sock, host, sock.getsockname()[1])
 
 
 class Dhcp6Server:
@@ -112,6 +92,7 @@ class Dhcp6Server:
         self.plans: PlanHolder[loader.VersionedPlan6] = PlanHolder(
             state.db, state.config.dhcp.plan_refresh_seconds, load=loader.load_rows,
             build=loader.build, empty=loader.EMPTY)
+        self.plans.on_change.append(self._plan_changed)
         self.trusted = [ipaddress.IPv6Network(item, strict=False)
                         for item in config.trusted_relays]
         self.server_duid: Duid | None = None
@@ -132,14 +113,25 @@ class Dhcp6Server:
     # ------------------------------------------------------------------ set-up
 
     def _open_sockets(self) -> None:
-        value = ""
+        key, value = "dhcp6.listen", ""
         try:
             for value in self.config.listen:
                 self.endpoints.append(open_listen(value))
+            key = "dhcp6.interfaces"
+            port = split_listen(self.config.listen[0])[1] if self.config.listen else 547
+            for value in self.config.interfaces:
+                self.endpoints.append(open_interface(value, port))
         except OSError as error:
             self._close_sockets()
-            raise ConfigError(f"dhcp6.listen {value!r}: cannot open: {error.strerror or error}"
+            # A start-up refusal the operator can act on, not a traceback (cli prints it).
+            raise ConfigError(f"{key} {value!r}: cannot open: {error.strerror or error}"
                               ) from None
+
+    def _plan_changed(self, _plan: loader.VersionedPlan6) -> None:
+        # A served interface's addresses name its subnet: look again when the plan moves.
+        for ep in self.endpoints:
+            if ep.interface is not None:
+                ep.addresses = global_addresses(ep.interface)
 
     def _close_sockets(self) -> None:
         for ep in self.endpoints:
@@ -204,21 +196,42 @@ class Dhcp6Server:
 
     def on_datagram(self, ep: Endpoint, data: bytes, source: tuple[Any, ...]) -> None:
         counters = self.counters
-        peer = (str(source[0]), int(source[1]))
-        if not self._trusted(peer[0]):
+        host = str(source[0])
+        direct = ep.interface is not None
+        if not direct and not self._trusted(host):  # checked before any parsing
             counters.drop("untrusted_relay")
             return
         try:
             message = codec.parse(data)
-            if not isinstance(message, codec.RelayMessage):
+            if isinstance(message, codec.RelayMessage):
+                if direct and not self._trusted(host):
+                    counters.drop("untrusted_relay")
+                    return
+                relayed = relay.unwrap(message)
+            elif direct:  # a client on the attached link
+                relayed = relay.Relayed(message)
+            else:
                 counters.drop("not_relayed")
                 return
-            relayed = relay.unwrap(message)
         except Malformed as error:
             counters.drop(error.reason)
             return
         counters.received[relayed.message.msg_type] += 1
-        self._decide(ep, peer, relayed, time.monotonic(), retried=False)
+        if relayed.hops:
+            dest: tuple[Any, ...] = (host, self.config.reply_port or int(source[1]))
+            link_address = relayed.link_address
+        else:  # answered at its link-local address, on the interface it came in on
+            dest = (host, CLIENT_PORT, 0, int(source[3]) if len(source) > 3 else 0)
+            link_address = self._interface_link(ep)
+        self._decide(ep, dest, relayed, link_address, time.monotonic(), retried=False)
+
+    def _interface_link(self, ep: Endpoint) -> IPv6Address | None:
+        """The global address of a served interface that lies in a served subnet."""
+        plan = self.plans.current.plan
+        for address in ep.addresses:
+            if plan.link_for(address) is not None:
+                return address
+        return None
 
     def _trusted(self, host: str) -> bool:
         known = self._trust.get(host)
@@ -233,27 +246,28 @@ class Dhcp6Server:
             self._trust[host] = known
         return known
 
-    def _decide(self, ep: Endpoint, peer: tuple[str, int], relayed: relay.Relayed,
-                born: float, *, retried: bool) -> None:
+    def _decide(self, ep: Endpoint, dest: tuple[Any, ...], relayed: relay.Relayed,
+                link_address: IPv6Address | None, born: float, *, retried: bool) -> None:
         if self.server_duid is None:
             self.counters.drop("no_server_duid")
             return
-        link = self.plans.current.plan.link_for(relayed.link_address)
+        link = self.plans.current.plan.link_for(link_address)
         decision = engine.decide(relayed.message, link, self.cache, self.server_duid,
                                  time.time())
         if decision.drop is not None:
             self.counters.drop(decision.drop)
             return
         if not decision.changes:
-            self._send(ep, peer, relayed, decision)
+            self._send(ep, dest, relayed, decision)
             return
-        ops = Ops6([self._op(change, relayed) for change in decision.changes])
-        self.committer.submit(Pending(born, ops, decision, relayed, ep, peer, retried))
+        ops = Ops6([self._op(change, relayed, link_address) for change in decision.changes])
+        self.committer.submit(Pending(born, ops, decision, relayed, ep, dest, link_address,
+                                      retried))
 
-    def _op(self, change: LeaseChange, relayed: relay.Relayed) -> Op6:
+    def _op(self, change: LeaseChange, relayed: relay.Relayed,
+            link_address: IPv6Address | None) -> Op6:
         remote = relayed.remote_id
         link_layer = relayed.client_link_layer
-        link_address = relayed.link_address
         return Op6(
             _KINDS[change.kind], self._subnet_uuid(change.subnet_id), change.address,
             change.prefix_length, change.duid.raw, change.iaid, ia_name(change.ia_type),
@@ -273,15 +287,14 @@ class Dhcp6Server:
             found = self._subnet_ids[subnet_id] = uuid.UUID(subnet_id)
         return found
 
-    def _send(self, ep: Endpoint, peer: tuple[str, int], relayed: relay.Relayed,
+    def _send(self, ep: Endpoint, dest: tuple[Any, ...], relayed: relay.Relayed,
               decision: Decision) -> None:
         reply = decision.reply
         if reply is None:
             return
         data = relay.wrap(reply, relayed.hops).to_bytes()
-        port = self.config.reply_port or peer[1]
         try:
-            ep.sock.sendto(data, (peer[0], port))
+            ep.sock.sendto(data, dest)
         except OSError:
             self.counters.drop("send_failed")
             return
@@ -302,7 +315,7 @@ class Dhcp6Server:
         for item in batch:
             self._remember(item.op)
             if item.op.ok:
-                self._send(item.ep, item.source, item.relayed, item.decision)
+                self._send(item.ep, item.dest, item.relayed, item.decision)
             elif item.retried:
                 counters.drop("conflict")
             else:
@@ -348,7 +361,8 @@ class Dhcp6Server:
                 self.cache.drop_ia(Duid(op.duid_raw), op.iaid, IA_TYPES[op.ia_type])
         self.cache.load(rows)
         for item in refused:
-            self._decide(item.ep, item.source, item.relayed, item.born, retried=True)
+            self._decide(item.ep, item.dest, item.relayed, item.link_address, item.born,
+                         retried=True)
         self.committer.kick()
 
     def _stale(self, batch: Sequence[Pending]) -> None:

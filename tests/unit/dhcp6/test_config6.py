@@ -19,7 +19,8 @@ def test_defaults_keep_the_server_off_on_the_standard_port() -> None:
     ({"trusted_relays": ["10.77.0.1"]}, "dhcp6.trusted_relays"),
     ({"trusted_relays": ["not-an-address"]}, "dhcp6.trusted_relays"),
     ({"reply_port": 65536}, "dhcp6.reply_port"),
-    ({"interfaces": ["eth0"]}, "dhcp6.interfaces"),  # not served yet: refused, not ignored
+    ({"interfaces": [""]}, "dhcp6.interfaces"),
+    ({"interfaces": ["a-name-too-long-for-linux"]}, "dhcp6.interfaces"),
 ])
 def test_bad_values_are_refused_naming_the_key(values: dict[str, object], named: str) -> None:
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
