@@ -8,7 +8,7 @@ are fixed sets, routes are templates, pools are the worst POOL_SERIES_MAX only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import asyncpg
@@ -91,6 +91,31 @@ def _typed(counter: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def _by_name(counter: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counter.items()))
+
+
+# The counter families both DHCP servers keep: (snapshot key, label).
+_SERVER_COUNTERS = (("received", "type"), ("sent", "type"), ("drops", "reason"),
+                    ("lease_transitions", "event"))
+
+
+def _server_counters(snap: dict[str, Any] | None, families: Sequence[tuple[str, str]],
+                     types: Callable[[dict[str, int]], dict[str, int]]
+                     ) -> list[CounterMetricFamily]:
+    """A DHCP server's families (``families``: name and help of each in _SERVER_COUNTERS's
+    order) from its counters' ``snap`` (None: the server is off, so no samples); message
+    types pass through ``types``, drop reasons and lease events (fixed sets) go sorted."""
+    out = []
+    for (key, label), (name, doc) in zip(_SERVER_COUNTERS, families, strict=True):
+        family = CounterMetricFamily(name, doc, labels=[label])
+        if snap is not None:
+            for value, n in (types if label == "type" else _by_name)(snap[key]).items():
+                family.add_metric([value], n)
+        out.append(family)
+    return out
+
+
 class _Scrape(Collector):
     def __init__(self, state: AppState, db: dict[str, Any], api: ApiLatency) -> None:
         self.state, self.db, self.api = state, db, api
@@ -107,57 +132,31 @@ class _Scrape(Collector):
 
     def _dhcp(self) -> Iterator[Metric]:
         counters = self.state.counters.get("dhcp")
-        received = CounterMetricFamily("ipamd_dhcp_packets_received", "DHCP packets received",
-                                       labels=["type"])
-        sent = CounterMetricFamily("ipamd_dhcp_packets_sent", "DHCP packets sent",
-                                   labels=["type"])
-        drops = CounterMetricFamily("ipamd_dhcp_drops", "DHCP packets dropped, by reason",
-                                    labels=["reason"])
-        transitions = CounterMetricFamily("ipamd_dhcp_lease_transitions",
-                                          "Lease changes committed by this node",
-                                          labels=["event"])
+        families = _server_counters(None if counters is None else counters.snapshot(), (
+            ("ipamd_dhcp_packets_received", "DHCP packets received"),
+            ("ipamd_dhcp_packets_sent", "DHCP packets sent"),
+            ("ipamd_dhcp_drops", "DHCP packets dropped, by reason"),
+            ("ipamd_dhcp_lease_transitions", "Lease changes committed by this node"),
+        ), _typed)
         if counters is not None:
-            snap = counters.snapshot()
-            for kind, n in _typed(snap["received"]).items():
-                received.add_metric([kind], n)
-            for kind, n in _typed(snap["sent"]).items():
-                sent.add_metric([kind], n)
-            for reason, n in sorted(snap["drops"].items()):  # a fixed set of reasons
-                drops.add_metric([reason], n)
-            for event, n in sorted(snap["lease_transitions"].items()):
-                transitions.add_metric([event], n)
             yield _histogram("ipamd_dhcp_commit_batch_size", "Lease operations per group commit",
                              [], [([], counters.batch_sizes)])
             yield _histogram("ipamd_dhcp_commit_duration_seconds",
                              "Group commit latency (database time per batch)", [],
                              [([], counters.commit_latency)])
-        yield from (received, sent, drops, transitions)
+        yield from families
 
     def _dhcp6(self) -> Iterator[Metric]:
         # The DHCPv6 server's counters (dhcp6/counters.py): message types and drop reasons
         # are fixed sets, so the label sets stay bounded.
-        received = CounterMetricFamily("ipamd_dhcp6_messages_received",
-                                       "DHCPv6 client messages received (after unwrapping "
-                                       "their relays)", labels=["type"])
-        sent = CounterMetricFamily("ipamd_dhcp6_messages_sent", "DHCPv6 messages sent",
-                                   labels=["type"])
-        drops = CounterMetricFamily("ipamd_dhcp6_drops", "DHCPv6 datagrams dropped, by reason",
-                                    labels=["reason"])
-        transitions = CounterMetricFamily("ipamd_dhcp6_lease_transitions",
-                                          "DHCPv6 binding changes committed by this node",
-                                          labels=["event"])
         counters = self.state.counters.get("dhcp6")
-        if counters is not None:
-            snap = counters.snapshot()
-            for kind, n in sorted(snap["received"].items()):
-                received.add_metric([kind], n)
-            for kind, n in sorted(snap["sent"].items()):
-                sent.add_metric([kind], n)
-            for reason, n in sorted(snap["drops"].items()):
-                drops.add_metric([reason], n)
-            for event, n in sorted(snap["lease_transitions"].items()):
-                transitions.add_metric([event], n)
-        yield from (received, sent, drops, transitions)
+        yield from _server_counters(None if counters is None else counters.snapshot(), (
+            ("ipamd_dhcp6_messages_received",
+             "DHCPv6 client messages received (after unwrapping their relays)"),
+            ("ipamd_dhcp6_messages_sent", "DHCPv6 messages sent"),
+            ("ipamd_dhcp6_drops", "DHCPv6 datagrams dropped, by reason"),
+            ("ipamd_dhcp6_lease_transitions", "DHCPv6 binding changes committed by this node"),
+        ), _by_name)
 
     def _outbox(self) -> Iterator[Metric]:
         # This process's deliveries and its children's (DNS updates: see ipamd/child.py).
