@@ -10,6 +10,7 @@ GET /leases and the lease_events and events rows written with them.
 from __future__ import annotations
 
 import ipaddress
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,22 @@ async def test_dhclient6_reserved_duid_and_delegated_prefix(
     assert prefix.prefixlen == 64 and prefix.subnet_of(ipaddress.IPv6Network(PD_PREFIX)), got
     lease = await _wait_lease(admin, "pd", "active")
     assert lease["ip"] == str(prefix.network_address) and lease["prefix_length"] == 64, lease
+
+
+async def test_dhclient6_gone_its_binding_expires(
+        relayed: Dhcp6Net, admin: httpx.AsyncClient, db: Database, tmp_path: Path) -> None:
+    client = Dhclient6(relayed, tmp_path, "gone")
+    client.start("-N")
+    await client.recorder.wait({"BOUND6"}, timeout=30)
+    lease = await _wait_lease(admin, "na", "active")
+    assert client.proc is not None
+    client.proc.send_signal(signal.SIGKILL)  # no Release: the binding runs out
+    expired = await _wait_lease(admin, "na", "expired", timeout=LEASE_TIME + 20)
+    assert expired["lease_id"] == lease["lease_id"]
+    assert (await _wait_event(db, lease["lease_id"], "expired"))[-1] == "expired"
+    history = await admin.get("/history", params={"duid": lease["duid"]})
+    assert history.status_code == 200, history.text
+    assert [item["state"] for item in history.json()["items"]] == ["expired"]
 
 
 @pytest.mark.parametrize("relay_trusted", [False])
