@@ -56,10 +56,15 @@ RELAY_HEADER_SIZE = _RELAY_HEAD.size  # 34
 
 
 class _Options:
-    """Typed look-ups over ``options`` shared by both message shapes."""
+    """What both message shapes share: their type's name and typed look-ups over ``options``."""
 
     __slots__ = ()
+    msg_type: int
     options: list[Option]
+
+    @property
+    def type_name(self) -> str:
+        return p.MESSAGE_TYPE_NAMES.get(self.msg_type, str(self.msg_type))
 
     def first(self, kind: type[OptionT]) -> OptionT | None:
         return first(self.options, kind)
@@ -120,10 +125,6 @@ class Message(_Options):
         option = self.first(ElapsedTime)
         return None if option is None else option.hundredths
 
-    @property
-    def type_name(self) -> str:
-        return p.MESSAGE_TYPE_NAMES.get(self.msg_type, str(self.msg_type))
-
     def __repr__(self) -> str:
         codes = [o.code for o in self.options]
         return f"Message({self.type_name}, xid={self.transaction_id:#08x}, options={codes})"
@@ -156,10 +157,6 @@ class RelayMessage(_Options):
     def interface_id(self) -> bytes | None:
         option = self.first(InterfaceId)
         return None if option is None else option.data
-
-    @property
-    def type_name(self) -> str:
-        return p.MESSAGE_TYPE_NAMES.get(self.msg_type, str(self.msg_type))
 
     def __repr__(self) -> str:
         codes = [o.code for o in self.options]
