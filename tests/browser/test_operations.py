@@ -248,7 +248,11 @@ async def test_admin_and_reference_pages(appliance: runtime.Running, tokens: dic
         v.go("#/audit?object_type=token")
         expect(page.get_by_role("heading", name="Audit")).to_be_visible()
         expect(page.locator("table.diff").first).to_be_visible()
-        expect(page.locator("table.diff td.ins", has_text='"ci robot"').first).to_be_visible()
+        # A creation's every field, folded (a tall row otherwise): one click opens it.
+        created = page.locator("details.diff-all", has=page.locator("td.ins", has_text='"ci robot"'))
+        expect(created.locator("summary")).to_contain_text("created:")
+        created.locator("summary").click()
+        expect(created.locator("table.diff td.ins", has_text='"ci robot"')).to_be_visible()
         expect(page.get_by_role("cell", name="admin (token)", exact=True).first).to_be_visible()
         shot(page, "audit")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
 from playwright.sync_api import expect
 
 from ipamd import runtime
@@ -14,7 +15,8 @@ from tests.browser.harness import BrowserThread, Visit, shot
 
 
 async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dict, plan: dict,
-                                         browser: BrowserThread, base: str) -> None:
+                                         browser: BrowserThread, base: str,
+                                         admin: httpx.AsyncClient) -> None:
     sid = plan["subnet"]["id"]
 
     def drive(v: Visit) -> None:
@@ -43,6 +45,25 @@ async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dic
         expect(page.get_by_role("heading", name="Subnet 127.77.0.0/24 — lab-a")).to_be_visible()
 
     await browser.run(base, drive, token=tokens["viewer"])
+
+    # The same CIDR for another tenant: each row says whose it is, and the filter picks one.
+    acme = [t for t in (await admin.get("/tenants")).json()["items"] if t["name"] == "acme"][0]
+    made = await admin.post("/prefixes", json={"cidr": "127.77.0.0/16", "tenant_id": acme["id"]})
+    assert made.status_code == 201, made.text
+
+    def tenants(v: Visit) -> None:
+        page = v.page
+        v.go("#/prefixes")
+        rows = page.locator(".paged table.table > tbody > tr")
+        expect(rows).to_have_count(2)
+        expect(rows.filter(has_text="127.77.0.0/16")).to_have_count(2)
+        expect(page.get_by_role("cell", name="acme", exact=True)).to_have_count(1)
+        page.get_by_label("Tenant").select_option(label="acme")
+        page.get_by_role("button", name="Apply filters").click()
+        expect(rows).to_have_count(1)
+        expect(rows.first.get_by_role("cell", name="acme", exact=True)).to_be_visible()
+
+    await browser.run(base, tenants, token=tokens["viewer"])
 
 
 async def test_subnet_children_forms(appliance: runtime.Running, tokens: dict, plan: dict,

@@ -146,10 +146,19 @@ async function render() {
     view.append(h("h1", {}, "Not found"), h("p", {}, `No page at ${path}.`));
     return;
   }
+  // A loading line while the page fetches what it shows (shown only if that takes a moment).
+  const loading = h("p", { class: "loading-line muted", role: "status", "data-testid": "page-loading", hidden: true }, "Loading…");
+  mainEl.append(loading);
+  view.setAttribute("aria-busy", "true");
+  const slow = setTimeout(() => { loading.hidden = false; }, 150);
   try {
     await page(view, { params, args, isCurrent: () => seq === renderSeq });
   } catch (error) {
     if (seq === renderSeq) view.append(errorBox(error));
+  } finally {
+    clearTimeout(slow);
+    loading.remove();
+    view.removeAttribute("aria-busy");
   }
   if (seq === renderSeq) {
     const title = view.querySelector("h1");

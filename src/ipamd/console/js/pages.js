@@ -98,9 +98,18 @@ function subnetList(prefix) {
   return slot;
 }
 
-async function prefixes(view) {
+async function prefixes(view, { params }) {
   view.append(h("h1", {}, "Prefixes and subnets"));
+  // Tenants by name: the same CIDR may exist once per tenant, so each row says whose it is.
+  const tenantPicker = await pickerOf("/tenants", "tenant_id", "Tenant", "every tenant", (t) => t.name);
+  const tenantName = new Map((tenantPicker?.items || []).map((t) => [t.id, t.name]));
   if (can("operator")) await Promise.all([loadTenantField(), loadDdnsPickers()]);
+  const tenantFilter = params.get("tenant_id") || "";
+  if (tenantPicker) {
+    const f = filterForm([tenantPicker], params, "#/prefixes");
+    f.classList.add("filters");
+    view.append(section("Filter", f));
+  }
   const sec = crudSection({
     title: "Prefixes", noun: "prefix",
     fields: [{ name: "cidr", label: "CIDR", required: true, placeholder: "10.0.0.0/8" },
@@ -114,9 +123,10 @@ async function prefixes(view) {
         details.addEventListener("toggle", () => { if (details.open && !loaded) { loaded = true; details.append(subnetList(p)); } });
         return details;
       } },
+      { label: "Tenant", value: (p) => tenantName.get(p.tenant_id) || h("code", {}, p.tenant_id) },
       { label: "Utilisation", value: (p) => { const c = h("div"); get(`/prefixes/${p.id}/utilisation`).then((u) => c.append(bar(u.percent_used, p.cidr), h("span", { class: "muted" }, ` ${u.subnets} subnets`))).catch((e) => c.append(errorBox(e))); return c; } },
     ],
-    list: pageOf("/prefixes"),
+    list: pageOf("/prefixes", tenantFilter ? { tenant_id: tenantFilter } : {}),
     create: (v) => post("/prefixes", v),
     update: (p, v) => patch(`/prefixes/${p.id}`, v),
     remove: (p) => del(`/prefixes/${p.id}`),
@@ -627,10 +637,13 @@ function diff(before, after) {
   if (!rows.length) return h("span", { class: "muted" }, "no field changed");
   // A creation has no "before" and a deletion no "after": show only the side that exists.
   const sides = [before && ["before", "del", before], after && ["after", "ins", after]].filter(Boolean);
-  return h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"),
+  const table = h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "field"),
     sides.map(([label]) => h("th", { scope: "col" }, label)))),
   h("tbody", {}, rows.map((k) => h("tr", {}, h("th", { scope: "row" }, k),
     sides.map(([, cls, side]) => h("td", { class: cls }, show(side[k])))))));
+  if (before && after) return table;
+  // Every field of a created or deleted object would make a tall row: folded, one click away.
+  return h("details", { class: "diff-all" }, h("summary", {}, `${before ? "deleted" : "created"}: ${rows.length} fields`), table);
 }
 
 // Every object type the appliance audits (the filter is a picker: a typo cannot match nothing).
