@@ -47,7 +47,7 @@ async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dic
     await browser.run(base, drive, token=tokens["viewer"])
 
     # The same CIDR for another tenant: each row says whose it is, and the filter picks one.
-    acme = [t for t in (await admin.get("/tenants")).json()["items"] if t["name"] == "acme"][0]
+    acme = next(t for t in (await admin.get("/tenants")).json()["items"] if t["name"] == "acme")
     made = await admin.post("/prefixes", json={"cidr": "127.77.0.0/16", "tenant_id": acme["id"]})
     assert made.status_code == 201, made.text
 
