@@ -55,6 +55,8 @@ async def test_replay_all_failed_with_one_confirmation(
         expect(rows).to_have_count(4)
         expect(page.locator('tbody tr[data-state="failed"]')).to_have_count(4)
         expect(page.get_by_test_id("work-count")).to_have_text("4 deliveries")
+        # Targets by name, for operators too (they may not read webhooks themselves).
+        expect(rows.first).to_contain_text("webhook lease-hook")
         page.get_by_role("button", name="Replay all failed (4)").click()
         dialog = page.get_by_role("dialog")
         expect(dialog).to_contain_text("Replay 4 failed webhook deliveries?")

@@ -25,7 +25,8 @@ _REPLAYABLE = """(o.state = 'failed' AND (o.kind <> 'webhook'
 _COLUMNS = f"""o.id, o.kind, o.topic, o.event_id, o.webhook_id, o.target, o.state, o.attempts,
     o.next_attempt_at, o.claim, o.last_error, o.last_status, o.delivered_at, o.created_at,
     o.updated_at, o.dns, (o.claim IS NOT NULL AND o.next_attempt_at > now()) AS in_flight,
-    {_REPLAYABLE} AS replayable"""
+    {_REPLAYABLE} AS replayable,
+    (SELECT w.name FROM webhooks w WHERE w.id = o.webhook_id) AS webhook_name"""
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +37,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "topic": row["topic"],
         "event_id": row["event_id"],
         "webhook_id": row["webhook_id"],
+        # Its name (not secret, unlike where its secret lives): Work names targets to all roles.
+        "webhook_name": row["webhook_name"],
         "target": row["target"],
         # kind dns: the change — server, name, records (dns/change.py); null for webhooks
         "dns": row["dns"],

@@ -18,6 +18,7 @@ async def test_replay_all_failed_of_a_filter(admin, operator, viewer, receiver, 
     receiver.reply_next(*[Reply(500, body=b"down")] * 9)  # three rows, three attempts each
     await emit(db, *[("lease.granted", lease(f"10.77.0.{n}")) for n in (1, 2, 3)])
     failed = await wait_rows(viewer, hook["id"], 3, "failed")
+    assert {r["webhook_name"] for r in failed} == {hook["name"]}  # named for every role
 
     counted = await viewer.get("/outbox/count", params={"kind": "webhook", "state": "failed"})
     assert counted.status_code == 200, counted.text

@@ -74,6 +74,7 @@ class OutboxRow(BaseModel):
     topic: str
     event_id: uuid.UUID
     webhook_id: uuid.UUID | None
+    webhook_name: str | None = Field(description="the webhook's name (null once it is deleted)")
     target: str | None = Field(description="the DNS name changed (kind dns)")
     dns: dict[str, Any] | None = Field(
         default=None, description="kind dns: server_id, op, name, ip/zones or the static "

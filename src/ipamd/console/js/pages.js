@@ -509,9 +509,7 @@ async function history(view, { params }) {
 
 // ---- Work (outbox) -----------------------------------------------------------------------
 
-// Webhook names for admins (operators may not read webhooks: the id stays).
-let hookNames = new Map();
-const target = (r) => r.target || (r.webhook_id ? `webhook ${hookNames.get(r.webhook_id) || r.webhook_id}` : "—");
+const target = (r) => r.target || (r.webhook_id ? `webhook ${r.webhook_name || `${r.webhook_id} (deleted)`}` : "—");
 const KINDS = [["webhook", "Webhooks", "webhook"], ["dns", "DNS", "DNS"], ["alert", "Alerts", "alert"]];
 
 // The badge and the row's state class follow the row's state (a replayed row is no longer red).
@@ -541,9 +539,6 @@ async function work(view, { params }) {
   const state = params.get("state") || "";
   const noun = (KINDS.find(([k]) => k === kind) || KINDS[0])[2];
   view.append(h("h1", {}, "Work"));
-  if (can("admin")) {
-    try { hookNames = new Map((await get("/webhooks", { limit: 1000 })).items.map((w) => [w.id, w.name])); } catch { /* ids stay */ }
-  }
   const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Work kind" }, KINDS.map(([k, label]) =>
     h("a", { role: "tab", "aria-selected": String(k === kind), href: `#/work${query({ kind: k, state })}`, class: k === kind ? "tab active" : "tab" }, label)));
   const states = h("div", { class: "chips", role: "group", "aria-label": "State" }, ["", "pending", "retrying", "failed", "delivered"].map((s) =>
