@@ -8,8 +8,9 @@ NOTIFY channel, one version counter, the same reload rules), given ``load_rows``
 What a link gets from its subnet (docs/dhcpv6.md): the valid lifetime is the subnet's
 ``lease_time_seconds``, the preferred lifetime 5/8 of it (ISC dhcpd's default rule), T1/T2
 the RFC 8415 §21.4 recommendations (half and 4/5 of the preferred). Options are the
-subnet's DHCPv6 options (core/option6_shapes.py) without a vendor class; a reservation with
-a MAC and no DUID cannot match (the relays seen so far send no RFC 6939 option).
+subnet's DHCPv6 options (core/option6_shapes.py) without a vendor class, pools those
+without a client class (classes are not matched for DHCPv6 yet); a reservation with a MAC
+and no DUID cannot match (the relays seen so far send no RFC 6939 option).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ log = logging.getLogger("ipamd.dhcp6.plan")
 _SUBNETS = """SELECT id, cidr, lease_time_seconds FROM subnets
               WHERE family(cidr) = 6 AND dhcp_enabled ORDER BY id"""
 _V6_SUBNET = "subnet_id IN (SELECT id FROM subnets WHERE family(cidr) = 6 AND dhcp_enabled)"
-_POOLS = f"SELECT subnet_id, start_ip, end_ip FROM pools WHERE {_V6_SUBNET} ORDER BY id"
+# A pool kept for a client class is not served: DHCPv6 client classes (vendor class 16,
+# user class 15) are not matched yet, and handing its addresses to every client would
+# break the restriction (docs/dhcpv6.md, "Not yet").
+_POOLS = f"""SELECT subnet_id, start_ip, end_ip FROM pools
+             WHERE class_id IS NULL AND {_V6_SUBNET} ORDER BY id"""
 _EXCLUDES = f"SELECT subnet_id, start_ip, end_ip FROM excludes WHERE {_V6_SUBNET}"
 _RESERVATIONS = f"""SELECT subnet_id, host(ip) AS ip, duid FROM reservations
                     WHERE duid IS NOT NULL AND {_V6_SUBNET} ORDER BY id"""

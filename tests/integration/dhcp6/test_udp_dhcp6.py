@@ -440,3 +440,33 @@ async def test_two_nodes_the_database_judges_an_address_both_would_give(
     finally:
         scope.cancel()
         await done.wait()
+
+
+async def test_a_pool_kept_for_a_client_class_is_not_handed_to_anyone(dhcp6: Running6) -> None:
+    """Client classes are not matched for DHCPv6 yet: such a pool stays unserved."""
+    async def add(conn: Any) -> None:
+        subnet = await conn.fetchval(
+            """INSERT INTO subnets (tenant_id, prefix_id, cidr)
+               SELECT tenant_id, id, '2001:db8:77:3::/64' FROM prefixes
+               WHERE cidr = '2001:db8:77::/48' RETURNING id""")
+        kind = await conn.fetchval(
+            """INSERT INTO client_classes (tenant_id, name, match, value)
+               SELECT tenant_id, 'phones', 'vendor_class', 'phone' FROM subnets WHERE id = $1
+               RETURNING id""", subnet)
+        await conn.execute("INSERT INTO pools (subnet_id, name, start_ip, end_ip, class_id) "
+                           "VALUES ($1, 'phones', '2001:db8:77:3::10', '2001:db8:77:3::20', $2)",
+                           subnet, kind)
+
+    await dhcp6.db.transaction(add)
+
+    async def reloaded() -> bool:
+        return dhcp6.server.plans.current.plan.link_for(IPv6Address("2001:db8:77:3::1")) \
+            is not None
+
+    await until(reloaded, "the plan reloaded with the new subnet")
+    reply = await dhcp6.relay.exchange(message(p.SOLICIT, 0x1300, client_duid(20)),
+                                       link="2001:db8:77:3::1")
+    assert reply is not None
+    ia = reply.first(IaNa)
+    assert ia is not None and ia.status is not None
+    assert ia.status.status == p.STATUS_NO_ADDRS_AVAIL
