@@ -324,6 +324,7 @@ async def test_dark_theme_follows_the_system_setting(
             page.emulate_media(color_scheme=scheme)
             v.go("#/leases")
             expect(page.locator("main h1")).to_be_visible()
+            expect(page.locator(".table").first).to_be_visible()
             found[scheme] = page.evaluate(
                 "[getComputedStyle(document.body).backgroundColor,"
                 " getComputedStyle(document.querySelector('.table')).backgroundColor,"
