@@ -151,12 +151,16 @@ async def test_leases_and_audit_sort_count_export_and_bulk_release(
         total = int(page.get_by_test_id("table-count").inner_text().split(" of ")[1])
         expect(page.get_by_role("link", name=f"lease {chosen[0]}", exact=False).first
                ).to_be_visible()
-        page.get_by_label("Object type").select_option("lease")
-        page.get_by_role("button", name="Apply filters").click()
-        expect(page.get_by_test_id("table-count")).to_have_text("3 of 3")
         page.get_by_role("button", name="Action", exact=True).click()
         expect(page.get_by_role("columnheader", name="Action")).to_have_attribute(
             "aria-sort", "ascending")
+        page.get_by_label("Object type").select_option("lease")
+        page.get_by_role("button", name="Apply filters").click()
+        expect(page.get_by_test_id("table-count")).to_have_text("3 of 3")
+        # The sort stays with new filters.
+        expect(page.get_by_role("columnheader", name="Action")).to_have_attribute(
+            "aria-sort", "ascending")
+        assert "sort=action" in page.url and "object_type=lease" in page.url
         expect(audit_rows).to_have_count(3)
         with page.expect_download() as got:
             page.get_by_role("button", name="Export CSV").click()

@@ -317,10 +317,12 @@ async function subnetPage(view, { args }) {
 
 // ---- Leases ------------------------------------------------------------------------------
 
-function filterForm(fields, params, target) {
+// New filters keep the page's sort (it is in its link too).
+function filterForm(fields, params, target, keep = ["sort"]) {
+  const kept = Object.fromEntries(keep.filter((k) => params.get(k)).map((k) => [k, params.get(k)]));
   return form({
     fields: fields.map((f) => ({ ...f, value: params.get(f.name) ?? f.value })), submitLabel: "Apply filters",
-    onSubmit: async (values) => { location.hash = `${target}${query(values)}`; },
+    onSubmit: async (values) => { location.hash = `${target}${query({ ...values, ...kept })}`; },
   });
 }
 
