@@ -32,7 +32,10 @@ nothing). Prefixes alike, from delegation pools. Excluded addresses and those re
 for another DUID are never picked.
 
 Options: those the client asks for in its Option Request (§21.7) that its link carries,
-in the client's order. Not yet here (issue 49 lists them): client classes, IA_TA, the
+in the client's order. Client classes (``classify``) open the pools kept for them: a
+client's classes' pools are probed first, then those without a class; an address in a
+pool kept for a class the client lacks is never its (a held one is not given again).
+Not yet here (issue 49 lists them): IA_TA, the
 FQDN answer (option 39) and DDNS, Reconfigure.
 """
 
@@ -46,6 +49,7 @@ from ipaddress import IPv6Address, IPv6Network
 from typing import TypeVar
 
 from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.classify import NO_CLASSES
 from ipamd.dhcp6.codec import Message
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.options import (
@@ -119,6 +123,7 @@ class _Tx:
     bindings: Bindings
     server_duid: Duid
     now: float
+    classes: frozenset[str] = NO_CLASSES  # the client's classes (dhcp6.classify)
     commit: bool = True
     taken: set[tuple[int, int]] = field(default_factory=set)  # picked in this reply
     changes: list[LeaseChange] = field(default_factory=list)
@@ -132,8 +137,10 @@ class _Tx:
 
 
 def decide(message: Message, link: Link | None, bindings: Bindings, server_duid: Duid,
-           now: float) -> Decision:
-    """The answer to one client message (see the module docstring)."""
+           now: float, classes: frozenset[str] = NO_CLASSES) -> Decision:
+    """The answer to one client message (see the module docstring); ``classes`` are the
+    client classes it matched (``classify.classify``): pools kept for other classes are
+    not its to use."""
     reason = validate(message, server_duid)
     if reason is not None:
         return Decision(drop=reason)
@@ -147,7 +154,7 @@ def decide(message: Message, link: Link | None, bindings: Bindings, server_duid:
         return Decision(drop="too_many_ias")
     if _repeats(ia.iaid for ia in ia_nas) or _repeats(ia.iaid for ia in ia_pds):
         return Decision(drop="duplicate_iaid")
-    tx = _Tx(message, duid, link, bindings, server_duid, now)
+    tx = _Tx(message, duid, link, bindings, server_duid, now, classes)
     return _HANDLERS[message.msg_type](tx)
 
 
@@ -306,9 +313,9 @@ def _pick_address(tx: _Tx, ia: IaNa, bound: Sequence[Binding]) -> IPv6Address | 
         if binding.address in link.network and _assignable(tx, ia.iaid, binding.address):
             return binding.address
     for hint in ia.addresses:
-        if link.in_pool(hint.address) and _assignable(tx, ia.iaid, hint.address):
+        if link.in_pool(hint.address, tx.classes) and _assignable(tx, ia.iaid, hint.address):
             return hint.address
-    for pool in link.pools:
+    for pool in link.pools_for(tx.classes):
         found = _probe(tx, ia.iaid, pool.size, pool.nth,
                        lambda a: _assignable(tx, ia.iaid, a))
         if found is not None:
@@ -374,6 +381,7 @@ def _free(tx: _Tx, iaid: int, ia_type: IaType, address: IPv6Address, length: int
 def _assignable(tx: _Tx, iaid: int, address: IPv6Address) -> bool:
     link = tx.link
     return (not link.excluded(address) and not link.reserved_for_another(address, tx.duid)
+            and not link.kept_from(address, tx.classes)
             and _free(tx, iaid, IaType.NA, address, 128))
 
 

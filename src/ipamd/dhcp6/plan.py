@@ -19,6 +19,7 @@ from ipaddress import IPv6Address, IPv6Network
 from typing import Protocol
 
 from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.classify import NO_CLASSES, ClientClass6
 from ipamd.dhcp6.duid import Duid
 
 
@@ -35,6 +36,7 @@ class Pool6:
 
     first: IPv6Address
     last: IPv6Address
+    class_id: str | None = None  # only clients of this class (dhcp6.classify) get these
 
     def __post_init__(self) -> None:
         if self.last < self.first:
@@ -155,8 +157,22 @@ class Link:
     def prefix_excluded(self, prefix: IPv6Network) -> bool:
         return any(prefix.overlaps(exclude) for exclude in self.pd_excludes)
 
-    def in_pool(self, address: IPv6Address) -> bool:
-        return any(address in pool for pool in self.pools)
+    def in_pool(self, address: IPv6Address, classes: frozenset[str] = NO_CLASSES) -> bool:
+        """In a pool open to a client of ``classes`` (one without a class, or of one of them)."""
+        return any(address in pool for pool in self.pools_for(classes))
+
+    def pools_for(self, classes: frozenset[str]) -> list[Pool6]:
+        """The pools a client of ``classes`` may draw from, its classes' pools first (as
+        DHCPv4's free-address picker prefers them)."""
+        mine = [pool for pool in self.pools if pool.class_id is not None
+                and pool.class_id in classes]
+        return mine + [pool for pool in self.pools if pool.class_id is None]
+
+    def kept_from(self, address: IPv6Address, classes: frozenset[str]) -> bool:
+        """Inside a pool kept for a class the client lacks, and no pool open to it."""
+        return any(address in pool and pool.class_id is not None and
+                   pool.class_id not in classes for pool in self.pools) \
+            and not self.in_pool(address, classes)
 
     def pd_pool_of(self, prefix: IPv6Network) -> PdPool | None:
         for pool in self.pd_pools:
@@ -168,6 +184,7 @@ class Link:
 @dataclass(frozen=True, slots=True)
 class Plan6:
     links: tuple[Link, ...] = ()
+    classes: tuple[ClientClass6, ...] = ()  # every client class (pools name them)
 
     def link_for(self, address: IPv6Address | None) -> Link | None:
         """The link whose network holds ``address`` (the longest prefix wins)."""

@@ -8,9 +8,9 @@ NOTIFY channel, one version counter, the same reload rules), given ``load_rows``
 What a link gets from its subnet (docs/dhcpv6.md): the valid lifetime is the subnet's
 ``lease_time_seconds``, the preferred lifetime 5/8 of it (ISC dhcpd's default rule), T1/T2
 the RFC 8415 §21.4 recommendations (half and 4/5 of the preferred). Options are the
-subnet's DHCPv6 options (core/option6_shapes.py) without a vendor class, pools those
-without a client class (classes are not matched for DHCPv6 yet); a reservation with a MAC
-and no DUID cannot match (the relays seen so far send no RFC 6939 option).
+subnet's DHCPv6 options (core/option6_shapes.py) without a vendor class; pools keep their
+client class (matched by dhcp6.classify); a reservation with a MAC and no DUID cannot match
+(the relays seen so far send no RFC 6939 option).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import asyncpg
 
 from ipamd.core import option6_shapes
 from ipamd.dhcp.plan_loader import version
+from ipamd.dhcp6.classify import ClientClass6
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.plan import Lifetimes, Link, PdPool, Plan6, Pool6, Reservation6
 
@@ -33,11 +34,10 @@ log = logging.getLogger("ipamd.dhcp6.plan")
 _SUBNETS = """SELECT id, cidr, lease_time_seconds FROM subnets
               WHERE family(cidr) = 6 AND dhcp_enabled ORDER BY id"""
 _V6_SUBNET = "subnet_id IN (SELECT id FROM subnets WHERE family(cidr) = 6 AND dhcp_enabled)"
-# A pool kept for a client class is not served: DHCPv6 client classes (vendor class 16,
-# user class 15) are not matched yet, and handing its addresses to every client would
-# break the restriction (docs/dhcpv6.md, "Not yet").
-_POOLS = f"""SELECT subnet_id, start_ip, end_ip FROM pools
-             WHERE class_id IS NULL AND {_V6_SUBNET} ORDER BY id"""
+# A pool kept for a client class goes only to the clients of that class (dhcp6.classify).
+_POOLS = f"""SELECT subnet_id, start_ip, end_ip, class_id FROM pools
+             WHERE {_V6_SUBNET} ORDER BY id"""
+_CLASSES = "SELECT id, match, value FROM client_classes ORDER BY id"
 _EXCLUDES = f"SELECT subnet_id, start_ip, end_ip FROM excludes WHERE {_V6_SUBNET}"
 _RESERVATIONS = f"""SELECT subnet_id, host(ip) AS ip, duid FROM reservations
                     WHERE duid IS NOT NULL AND {_V6_SUBNET} ORDER BY id"""
@@ -52,7 +52,8 @@ _PD_RESERVATIONS = f"""SELECT p.subnet_id, r.prefix, r.duid FROM pd_reservations
                        ORDER BY r.id"""
 _QUERIES = (("subnets", _SUBNETS), ("pools", _POOLS), ("excludes", _EXCLUDES),
             ("reservations", _RESERVATIONS), ("options", _OPTIONS), ("pd_pools", _PD_POOLS),
-            ("pd_excludes", _PD_EXCLUDES), ("pd_reservations", _PD_RESERVATIONS))
+            ("pd_excludes", _PD_EXCLUDES), ("pd_reservations", _PD_RESERVATIONS),
+            ("classes", _CLASSES))
 EMPTY: dict[str, Any] = {name: [] for name, _ in _QUERIES} | {"version": -1}
 
 
@@ -83,8 +84,10 @@ def build(rows: dict[str, Any]) -> VersionedPlan6:
     not have stored) is logged and left out, never a failed reload."""
     by_subnet: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for row in rows["pools"]:
+        kept = row["class_id"]
         by_subnet[str(row["subnet_id"])]["pools"].append(
-            Pool6(IPv6Address(row["start_ip"]), IPv6Address(row["end_ip"])))
+            Pool6(IPv6Address(row["start_ip"]), IPv6Address(row["end_ip"]),
+                  None if kept is None else str(kept)))
     for row in rows["excludes"]:
         by_subnet[str(row["subnet_id"])]["excludes"].append(
             Pool6(IPv6Address(row["start_ip"]), IPv6Address(row["end_ip"])))
@@ -117,7 +120,9 @@ def build(rows: dict[str, Any]) -> VersionedPlan6:
             reservations=tuple(reservations.get(subnet_id, {}).values()),
             options=dict(parts.get("options", ())),
         ))
-    return VersionedPlan6(Plan6(tuple(links)), rows["version"])
+    classes = tuple(ClientClass6(str(row["id"]), row["match"], row["value"])
+                    for row in rows["classes"])
+    return VersionedPlan6(Plan6(tuple(links), classes), rows["version"])
 
 
 def _reservations(rows: dict[str, Any]) -> dict[str, dict[Duid, Reservation6]]:

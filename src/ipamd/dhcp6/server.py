@@ -43,6 +43,7 @@ from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp6 import codec, engine, relay
 from ipamd.dhcp6 import plan_loader as loader
 from ipamd.dhcp6.bindings import IA_TYPES, BindingCache, ia_name
+from ipamd.dhcp6.classify import classify
 from ipamd.dhcp6.counters import Dhcp6Counters
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.engine import ChangeKind, Decision, LeaseChange
@@ -251,9 +252,12 @@ class Dhcp6Server:
         if self.server_duid is None:
             self.counters.drop("no_server_duid")
             return
-        link = self.plans.current.plan.link_for(link_address)
+        plan = self.plans.current.plan
+        link = plan.link_for(link_address)
+        layer = relayed.client_link_layer
+        classes = classify(relayed.message, plan.classes, None if layer is None else layer.mac)
         decision = engine.decide(relayed.message, link, self.cache, self.server_duid,
-                                 time.time())
+                                 time.time(), classes)
         if decision.drop is not None:
             self.counters.drop(decision.drop)
             return

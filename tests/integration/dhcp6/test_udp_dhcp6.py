@@ -22,6 +22,8 @@ from ipamd.dhcp6.options import (
     InterfaceId,
     RapidCommit,
     StatusCode,
+    UserClass,
+    VendorClass,
 )
 from ipamd.dhcp6.plan import IaType
 from ipamd.state import AppState
@@ -442,8 +444,12 @@ async def test_two_nodes_the_database_judges_an_address_both_would_give(
         await done.wait()
 
 
-async def test_a_pool_kept_for_a_client_class_is_not_handed_to_anyone(dhcp6: Running6) -> None:
-    """Client classes are not matched for DHCPv6 yet: such a pool stays unserved."""
+PHONES = ("2001:db8:77:3::10", "2001:db8:77:3::20")
+
+
+async def _classed_subnet(dhcp6: Running6) -> None:
+    """2001:db8:77:3::/64 with a pool kept for the class 'phones' (vendor class "4491:phone")
+    and an open pool; a user class 'lab' keeps nothing but exists."""
     async def add(conn: Any) -> None:
         subnet = await conn.fetchval(
             """INSERT INTO subnets (tenant_id, prefix_id, cidr)
@@ -451,11 +457,17 @@ async def test_a_pool_kept_for_a_client_class_is_not_handed_to_anyone(dhcp6: Run
                WHERE cidr = '2001:db8:77::/48' RETURNING id""")
         kind = await conn.fetchval(
             """INSERT INTO client_classes (tenant_id, name, match, value)
-               SELECT tenant_id, 'phones', 'vendor_class', 'phone' FROM subnets WHERE id = $1
-               RETURNING id""", subnet)
+               SELECT tenant_id, 'phones', 'vendor_class', '4491:phone' FROM subnets
+               WHERE id = $1 RETURNING id""", subnet)
+        users = await conn.fetchval(
+            """INSERT INTO client_classes (tenant_id, name, match, value)
+               SELECT tenant_id, 'lab', 'user_class', 'lab-bench' FROM subnets
+               WHERE id = $1 RETURNING id""", subnet)
         await conn.execute("INSERT INTO pools (subnet_id, name, start_ip, end_ip, class_id) "
-                           "VALUES ($1, 'phones', '2001:db8:77:3::10', '2001:db8:77:3::20', $2)",
-                           subnet, kind)
+                           "VALUES ($1, 'phones', $2, $3, $4)", subnet, *PHONES, kind)
+        await conn.execute("INSERT INTO pools (subnet_id, name, start_ip, end_ip, class_id) "
+                           "VALUES ($1, 'lab', '2001:db8:77:3::30', '2001:db8:77:3::3f', $2)",
+                           subnet, users)
 
     await dhcp6.db.transaction(add)
 
@@ -464,9 +476,43 @@ async def test_a_pool_kept_for_a_client_class_is_not_handed_to_anyone(dhcp6: Run
             is not None
 
     await until(reloaded, "the plan reloaded with the new subnet")
-    reply = await dhcp6.relay.exchange(message(p.SOLICIT, 0x1300, client_duid(20)),
-                                       link="2001:db8:77:3::1")
+
+
+def _with(base: Message, *extra: Any) -> Message:
+    return Message(base.msg_type, base.transaction_id, [*base.options, *extra])
+
+
+async def test_a_pool_kept_for_a_client_class_goes_only_to_its_clients(
+        dhcp6: Running6) -> None:
+    """Vendor Class (16) with the class's enterprise number and a data item starting with
+    its text gets the kept pool; another enterprise, or no option, does not (NoAddrsAvail:
+    the subnet has no open pool); User Class (15) opens the pool of its class."""
+    await _classed_subnet(dhcp6)
+    link = "2001:db8:77:3::1"
+    phone = _with(message(p.SOLICIT, 0x1300, client_duid(20)),
+                  VendorClass(4491, (b"other", b"phone-model-7")))
+    reply = await dhcp6.relay.exchange(phone, link=link)
+    assert reply is not None
+    assert IPv6Address(PHONES[0]) <= IPv6Address(_address(reply)) <= IPv6Address(PHONES[1])
+
+    for xid, extra in ((0x1301, (VendorClass(9, (b"phone-model-7",)),)), (0x1302, ())):
+        stranger = _with(message(p.SOLICIT, xid, client_duid(21)), *extra)
+        reply = await dhcp6.relay.exchange(stranger, link=link)
+        assert reply is not None
+        ia = reply.first(IaNa)
+        assert ia is not None and ia.status is not None, reply
+        assert ia.status.status == p.STATUS_NO_ADDRS_AVAIL
+
+    bench = _with(message(p.SOLICIT, 0x1303, client_duid(22)),
+                  UserClass((b"x", b"lab-bench")))
+    reply = await dhcp6.relay.exchange(bench, link=link)
+    assert reply is not None
+    assert IPv6Address("2001:db8:77:3::30") <= IPv6Address(_address(reply)) \
+        <= IPv6Address("2001:db8:77:3::3f")
+    # A prefix of a user class item is not a match (equality, as option 77 in DHCPv4).
+    near = _with(message(p.SOLICIT, 0x1304, client_duid(23)), UserClass((b"lab",)))
+    reply = await dhcp6.relay.exchange(near, link=link)
     assert reply is not None
     ia = reply.first(IaNa)
-    assert ia is not None and ia.status is not None
-    assert ia.status.status == p.STATUS_NO_ADDRS_AVAIL
+    assert ia is not None and ia.status is not None and \
+        ia.status.status == p.STATUS_NO_ADDRS_AVAIL
