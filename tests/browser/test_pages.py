@@ -304,6 +304,25 @@ async def test_deletes_state_their_impact_with_focus_on_cancel(
         dialog.get_by_role("button", name="Delete").click()
         expect(pools.get_by_role("cell", name="dyn", exact=True)).to_have_count(0)
 
+        # Many rows at once: two assignments ticked, one confirmation naming both.
+        assignments = page.locator(
+            "section", has=page.get_by_role("heading", name="Assignments", exact=True))
+        for ip in ("127.77.0.151", "127.77.0.152"):
+            assignments.get_by_role("button", name="New assignment").click()
+            assignments.get_by_label("IP (empty: next free)").fill(ip)
+            assignments.get_by_label("Hostname").fill(f"host-{ip.rsplit('.', 1)[1]}")
+            assignments.get_by_role("button", name="Create assignment").click()
+            expect(assignments.get_by_role("cell", name=ip, exact=True)).to_be_visible()
+        for ip in ("127.77.0.151", "127.77.0.152"):
+            assignments.get_by_role("checkbox", name=f"Select assignment {ip}").check()
+        assignments.get_by_role("button", name="Delete selected (2)").click()
+        expect(dialog).to_contain_text("Delete 2 assignments (127.77.0.151, 127.77.0.152)?")
+        expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+        dialog.get_by_role("button", name="Delete 2").click()
+        expect(assignments.locator(".alert.ok")).to_have_text("2 assignments deleted.")
+        expect(assignments.locator("tbody tr")).to_have_count(1)  # the plan's printer stays
+        expect(page.locator('.cell[data-ip="127.77.0.151"]')).to_have_attribute("data-state", "free")
+
     await browser.run(base, drive, token=tokens["operator"])
 
 

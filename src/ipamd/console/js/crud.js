@@ -7,8 +7,13 @@ import { confirmDialog, errorBox, form, notice, pagedTable, section } from "./ui
 export function crudSection({
   title, noun, columns, fields, editFields, list, create, update, remove, role = "operator",
   describe = (row) => row.name || row.id, extraActions, removeLabel = "Delete", impact, onChange,
+  bulk = false,
 }) {
   const writer = can(role);
+  // Many rows at once (bulk): a checkbox per row, one confirmation naming them, then one
+  // DELETE each (the API's rules and messages per row; the ones refused are listed).
+  const many = writer && remove && bulk;
+  const bulkButton = many ? h("button", { type: "button", class: "button small danger", disabled: true, onclick: () => removeMany() }, `${removeLabel} selected`) : null;
   const panel = h("div", { class: "panel" });
   const tableSlot = h("div");
   const el = section(title);
@@ -20,7 +25,15 @@ export function crudSection({
         ? [...columns, { label: "Actions", class: "actions-cell", value: actions }]
         : columns,
       load: list,
+      select: many ? {
+        enabled: () => true, label: (row) => `${noun} ${describe(row)}`,
+        onChange: (rows) => {
+          bulkButton.disabled = rows.length === 0;
+          bulkButton.textContent = rows.length ? `${removeLabel} selected (${rows.length})` : `${removeLabel} selected`;
+        },
+      } : undefined,
     });
+    if (bulkButton) { bulkButton.disabled = true; bulkButton.textContent = `${removeLabel} selected`; }
     clear(tableSlot).append(table);
     if (message) clear(panel).append(notice(message));
     if (message && onChange) onChange();  // a change was made: what shows it elsewhere redraws
@@ -61,6 +74,25 @@ export function crudSection({
     return cell;
   }
 
+  async function removeMany() {
+    const rows = table.selected();
+    if (!rows.length) return;
+    const names = rows.slice(0, 5).map(describe).join(", ") + (rows.length > 5 ? `, and ${rows.length - 5} more` : "");
+    let said = null;
+    if (impact) {  // each row's impact, as a single delete says it (the first 20)
+      const each = await Promise.all(rows.slice(0, 20).map((row) => impact(row).catch((error) => error.message)));
+      said = each.map((text, k) => (text ? `${describe(rows[k])}: ${text}` : null)).filter(Boolean).join(" ") || null;
+    }
+    if (!(await confirmDialog(`${removeLabel} ${rows.length} ${rows.length === 1 ? noun : `${noun}s`} (${names})?`, `${removeLabel} ${rows.length}`, said))) return;
+    const refused = [];
+    for (const row of rows) {
+      try { await remove(row); } catch (error) { refused.push(`${describe(row)}: ${error.message}`); }
+    }
+    const done = rows.length - refused.length;
+    await reload(`${done} ${done === 1 ? noun : `${noun}s`} ${removeLabel === "Delete" ? "deleted" : "revoked"}.`);
+    if (refused.length) panel.append(errorBox(new Error(`Not ${removeLabel === "Delete" ? "deleted" : "revoked"}: ${refused.join("; ")}`)));
+  }
+
   if (writer && create) {
     el.querySelector("h2").after(h("div", { class: "section-tools" }, h("button", {
       type: "button", class: "button primary small",
@@ -73,6 +105,11 @@ export function crudSection({
         panel.querySelector("input, select, textarea")?.focus();
       },
     }, `New ${noun}`)));
+  }
+  if (bulkButton) {
+    const tools = el.querySelector(".section-tools") || h("div", { class: "section-tools" });
+    if (!tools.isConnected) el.querySelector("h2").after(tools);
+    tools.append(" ", bulkButton);
   }
   el.append(panel, tableSlot);
   el.reload = reload;

@@ -127,7 +127,7 @@ async function zonePage(view, { args }) {
       { label: "Value", value: (r) => h("code", {}, r.value) },
       { label: "TTL", value: (r) => (r.ttl === null ? `${zone.default_ttl} (zone default)` : String(r.ttl)) },
     ],
-    describe: (r) => `${r.name} ${r.type}`,
+    describe: (r) => `${r.name} ${r.type}`, bulk: true,
     list: pageOf(`/dns-zones/${zone.id}/records`),
     create: (v) => post(`/dns-zones/${zone.id}/records`, v),
     update: (r, v) => patch(`/dns-records/${r.id}`, v),

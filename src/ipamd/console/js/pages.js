@@ -269,7 +269,7 @@ async function subnetPage(view, { args }) {
   const className = new Map((classField.options || []).slice(1));
   const changed = () => { mapView.refresh(); refreshUsage(); };
   const child = (title, noun, path, itemPath, columns, createFields, editFields, impact) => crudSection({
-    title, noun, columns, fields: createFields, editFields, impact, onChange: changed,
+    title, noun, columns, fields: createFields, editFields, impact, onChange: changed, bulk: true,
     list: pageOf(`/subnets/${id}/${path}`),
     create: (v) => post(`/subnets/${id}/${path}`, v),
     update: (row, v) => patch(`/${itemPath}/${row.id}`, v),
