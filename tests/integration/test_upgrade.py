@@ -28,7 +28,7 @@ VERSIONS = [m.version for m in migrate.available()]
 PREVIOUS = VERSIONS[-2]  # numbers may have gaps
 # Every table the previous version wrote, compared row for row across the upgrade.
 TABLES = ("prefixes", "subnets", "pools", "reservations", "webhooks", "audit_log", "events",
-          "outbox", "leases", "lease_events")
+          "outbox", "leases", "lease_events", "lease_intervals")
 
 
 @pytest.fixture
@@ -145,13 +145,12 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
         # latest migration's, so the next one that adds a column must say how it fills it).
         added = {table: set(upgraded[table][0]) - set(old[table][0])
                  for table in TABLES if upgraded[table] and old[table]}
-        # 0017 (DHCPv6 bindings in the lease table): a DHCPv4 lease has none of them (NULL).
-        v6_columns = {"iaid", "ia_type", "prefix_length", "preferred_lifetime",
-                      "valid_lifetime", "subscriber_id"}
+        # 0018 (the DHCPv6 IA on history intervals): a DHCPv4 interval has none (NULL).
+        ia_columns = {"iaid", "ia_type", "prefix_length"}
         assert {table: names for table, names in added.items() if names} == {
-            "leases": v6_columns}
-        for row in upgraded["leases"]:
-            assert {name: row.pop(name) for name in v6_columns} == dict.fromkeys(v6_columns)
+            "lease_intervals": ia_columns}
+        for row in upgraded["lease_intervals"]:
+            assert {name: row.pop(name) for name in ia_columns} == dict.fromkeys(ia_columns)
         assert upgraded == old  # everything still there, unchanged
 
         async with data.client(running) as anon:

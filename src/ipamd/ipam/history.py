@@ -36,6 +36,10 @@ IDENTITY_SQL: dict[str, str] = {
     "remote": "remote_id = $1::bytea",
 }
 IDENTITIES: tuple[str, ...] = tuple(IDENTITY_SQL)
+# An IPv6 address is also found inside the prefixes delegated to DHCPv6 clients (IA_PD:
+# ip is the prefix's first address; index lease_intervals_delegated, migration 0018).
+IP6_SQL = ("(ip = $1::inet OR (ia_type = 'pd' AND "
+           "set_masklen(ip, prefix_length) >>= $1::inet))")
 
 # An interval with no end event whose lease ran out anyway (the expiry sweeper has not run
 # yet, or the appliance was down) ended when it ran out.
@@ -48,7 +52,8 @@ EFFECTIVE_STATE = (
 _INTERVAL_COLUMNS = f"""
     id, lease_id, subnet_id, host(ip) AS ip, mac::text AS mac, client_id, duid,
     coalesce(hostname, fqdn) AS hostname, circuit_id, remote_id, host(giaddr) AS giaddr,
-    from_at, {EFFECTIVE_TO} AS to_at, {EFFECTIVE_STATE} AS state"""
+    from_at, {EFFECTIVE_TO} AS to_at, {EFFECTIVE_STATE} AS state, iaid, ia_type,
+    prefix_length"""
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,10 @@ def lookup_sql(lookup: Lookup, after: tuple[dt.datetime, int] | None, limit: int
     if lookup.kind not in IDENTITY_SQL:
         raise ValueError(f"unknown identity {lookup.kind!r}")
     args: list[Any] = [lookup.value, lookup.giaddr]
-    where = [IDENTITY_SQL[lookup.kind], "($2::inet IS NULL OR giaddr = $2::inet)"]
+    identity = IDENTITY_SQL[lookup.kind]
+    if lookup.kind == "ip" and ":" in str(lookup.value):
+        identity = IP6_SQL
+    where = [identity, "($2::inet IS NULL OR giaddr = $2::inet)"]
     if lookup.end is not None:
         args.append(lookup.end)
         where.append(f"from_at <= ${len(args)}")

@@ -99,3 +99,36 @@ async def test_metrics_count_dhcp6(appliance: runtime.Running, relay6: Relay6,
     assert 'ipamd_dhcp6_messages_sent_total{type="reply"} 1.0' in text
     assert 'ipamd_dhcp6_drops_total{reason="too_short"} 1.0' in text
     assert 'ipamd_dhcp6_lease_transitions_total{event="granted"} 2.0' in text
+
+
+async def test_history_of_v6_bindings_names_the_ia(
+        appliance: runtime.Running, relay6: Relay6, viewer: httpx.AsyncClient) -> None:
+    """/history?duid= and ?ip= (an address, or one inside a delegated prefix) show the IAID,
+    the IA type and the prefix length; the CSV carries them too."""
+    reply = await _bind(relay6, appliance, 3, 0x30)
+    ia, pd = reply.first(IaNa), reply.first(IaPd)
+    assert ia is not None and pd is not None
+    address, prefix = ia.addresses[0].address, pd.prefixes[0].network
+    found = await viewer.get("/history", params={"duid": client_duid(3).text})
+    assert found.status_code == 200, found.text
+    rows = {item["ia_type"]: item for item in found.json()["items"]}
+    assert set(rows) == {"na", "pd"}
+    assert (rows["na"]["ip"], rows["na"]["iaid"], rows["na"]["prefix_length"]) == \
+        (str(address), 1, 128)
+    assert (rows["pd"]["ip"], rows["pd"]["iaid"], rows["pd"]["prefix_length"]) == \
+        (str(prefix.network_address), 1, prefix.prefixlen)
+    assert rows["na"]["duid"] == rows["pd"]["duid"] == client_duid(3).text
+
+    inside = str(prefix.network_address + 0x1234)
+    for ip, ia_type in ((str(address), "na"), (inside, "pd"),
+                        (str(prefix.network_address), "pd")):
+        items = (await viewer.get("/history", params={"ip": ip})).json()["items"]
+        assert [(item["ia_type"], item["state"]) for item in items] == [(ia_type, "active")], ip
+    outside = str(prefix.network_address + (1 << (128 - prefix.prefixlen)))
+    assert (await viewer.get("/history", params={"ip": outside})).json()["items"] == []
+
+    csv = await viewer.get("/history", params={"duid": client_duid(3).text, "format": "csv"})
+    header, *lines = csv.text.strip().split("\r\n")
+    assert header.endswith(",iaid,ia_type,prefix_length")
+    assert sorted(line.rsplit(",", 3)[1:] for line in lines) == \
+        [["1", "na", "128"], ["1", "pd", str(prefix.prefixlen)]]

@@ -57,7 +57,10 @@ async def test_every_identity_finds_the_interval(viewer, net):
         assert [(i["ip"], i["mac"]) for i in found] == [(ip, printer.mac)], name
     [found] = found
     assert set(found) == {"ip", "mac", "client_id", "duid", "hostname", "circuit_id",
-                          "remote_id", "giaddr", "subnet_id", "lease_id", "from", "to", "state"}
+                          "remote_id", "giaddr", "subnet_id", "lease_id", "from", "to", "state",
+                          "iaid", "ia_type", "prefix_length"}
+    # A DHCPv4 interval has no DHCPv6 IA.
+    assert (found["iaid"], found["ia_type"], found["prefix_length"]) == (None, None, None)
     assert found["client_id"] == "ff:00:00:00:01:00:01:00:01:2b:3c:4d:5e"
     assert found["duid"] == "00:01:00:01:2b:3c:4d:5e"
     assert (found["circuit_id"], found["remote_id"]) == ("65:74:68:30:2f:31", "0a:0b:0c")

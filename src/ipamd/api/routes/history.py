@@ -32,7 +32,8 @@ router = Router("history")
 
 CSV_TYPE = "text/csv; charset=utf-8; header=present"
 CSV_COLUMNS = ("ip", "mac", "client_id", "duid", "hostname", "circuit_id", "remote_id",
-               "giaddr", "subnet_id", "lease_id", "from", "to", "state")
+               "giaddr", "subnet_id", "lease_id", "from", "to", "state", "iaid", "ia_type",
+               "prefix_length")
 _UTC_NAMES = {"UTC", "Etc/UTC", "Etc/Zulu", "Zulu", "UCT", "Etc/UCT", "Universal",
               "Etc/Universal"}
 
@@ -50,7 +51,8 @@ class HistoryQuery(paging.PageQuery):
         default=None, description="option 12 host name or option 81 FQDN, any case"
     )
     client_id: str | None = Field(default=None, description=f"option 61, {_HEX_HELP}")
-    duid: str | None = Field(default=None, description=f"RFC 4361 DUID, {_HEX_HELP}")
+    duid: str | None = Field(default=None,
+                             description=f"DHCPv6 client (or RFC 4361) DUID, {_HEX_HELP}")
     circuit: str | None = Field(default=None, description=f"option 82 circuit-id, {_HEX_HELP}")
     remote: str | None = Field(default=None, description=f"option 82 remote-id, {_HEX_HELP}")
     giaddr: str | None = Field(
@@ -88,6 +90,12 @@ class Interval(BaseModel):
     from_: str = Field(alias="from", description="RFC 3339, in tz")
     to: str | None = Field(description="null while the lease (or a decline's probation) holds")
     state: str = Field(description="active, released, expired or declined")
+    iaid: int | None = Field(default=None, description="DHCPv6: the IA's IAID; else null")
+    ia_type: str | None = Field(default=None, description="DHCPv6: na (an address) or pd (a "
+                                                          "delegated prefix); else null")
+    prefix_length: int | None = Field(
+        default=None, description="DHCPv6: 128 for an address, the delegated prefix's length "
+                                  "(ip is its first address); else null")
 
 
 class MapRange(BaseModel):
@@ -270,6 +278,9 @@ def interval_out(row: Any, zone: zoneinfo.ZoneInfo | None) -> dict[str, Any]:
         "from": stamp(row["from_at"], zone),
         "to": stamp(row["to_at"], zone),
         "state": row["state"],
+        "iaid": row["iaid"],
+        "ia_type": row["ia_type"],
+        "prefix_length": row["prefix_length"],
     }
 
 
