@@ -109,6 +109,7 @@ async def test_search_shortcut_and_history_csv(appliance: runtime.Running, token
         results = page.locator("section", has=page.get_by_role("heading", name="Results"))
         expect(results.get_by_role("cell", name=XSS_HOSTNAME, exact=True)).to_be_visible()
         expect(results.get_by_role("cell", name="holding", exact=True)).to_be_visible()
+        expect(results.get_by_role("link", name="127.77.0.0/24")).to_be_visible()  # by name
         shot(page, "history")
         with page.expect_download() as got:
             page.get_by_role("button", name="Download CSV").click()

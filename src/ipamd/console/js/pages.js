@@ -484,6 +484,9 @@ async function history(view, { params }) {
   for (const k of [...kinds.map(([x]) => x), "at", "from", "to"]) if (params.get(k)) q[k] = params.get(k);
   if (!kinds.some(([k]) => q[k])) return;
   q.tz = tz;
+  // Subnets by CIDR (the first 1000; any other keeps the word "subnet" as its link).
+  const cidrOf = new Map();
+  try { for (const x of (await get("/subnets", { limit: 1000 })).items) cidrOf.set(x.id, x.cidr); } catch { /* links stay */ }
   const result = h("div");
   const download = h("button", { type: "button", class: "button", onclick: async () => {
     try {
@@ -501,7 +504,7 @@ async function history(view, { params }) {
   const table = pagedTable({
     columns: ["ip", "mac", "hostname", "client_id", "circuit_id", "remote_id", "giaddr"].map((c) => ({ label: c, value: (r) => dash(r[c]) }))
       .concat([{ label: "from", value: (r) => fmtTime(r.from) }, { label: "to", value: (r) => (r.to ? fmtTime(r.to) : "holding") },
-        { label: "state", value: (r) => badge(r.state) }, { label: "subnet", value: (r) => link(`#/subnets/${r.subnet_id}`, "subnet") }]),
+        { label: "state", value: (r) => badge(r.state) }, { label: "subnet", value: (r) => link(`#/subnets/${r.subnet_id}`, cidrOf.get(r.subnet_id) || "subnet") }]),
     load: pageOf("/history", q), empty: "No occupancy matches.",
   });
   result.append(h("div", { class: "row" }, download), table);
