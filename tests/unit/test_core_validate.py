@@ -118,6 +118,7 @@ def test_hostname():
 
 def test_reverse_zone():
     assert validate.reverse_zone("0.10.IN-ADDR.ARPA.") == "0.10.in-addr.arpa"
+    assert validate.reverse_zone("8.B.D.0.1.0.0.2.ip6.arpa") == "8.b.d.0.1.0.0.2.ip6.arpa"
     with pytest.raises(ValueError, match="reverse zone"):
         validate.reverse_zone("lan.example.com")
 

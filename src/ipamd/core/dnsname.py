@@ -5,6 +5,7 @@ Shared by the DHCP server (the lease's ``fqdn``) and the DNS room (static record
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 _BAD = re.compile(r"[^a-z0-9-]+")
@@ -52,5 +53,8 @@ def in_zone(name: str, zone: str) -> bool:
 
 
 def reverse_name(ip: str) -> str:
-    """The in-addr.arpa name of an IPv4 address (no trailing dot)."""
+    """The in-addr.arpa name of an IPv4 address, the ip6.arpa name (RFC 3596 §2.5: 32
+    nibbles, least significant first) of an IPv6 one; no trailing dot."""
+    if ":" in ip:
+        return ipaddress.IPv6Address(ip).reverse_pointer
     return ".".join(reversed(ip.split("."))) + ".in-addr.arpa"

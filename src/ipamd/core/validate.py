@@ -130,7 +130,8 @@ def dns_name(text: str) -> str:
 
 
 def reverse_zone(text: str) -> str:
+    """A reverse zone: IPv4's under in-addr.arpa, IPv6's under ip6.arpa (RFC 3596 §2.5)."""
     name = dns_name(text)
-    if not name.endswith("in-addr.arpa"):
-        raise ValueError(f"{text!r} is not an IPv4 reverse zone (…in-addr.arpa)")
+    if not name.endswith(("in-addr.arpa", "ip6.arpa")):
+        raise ValueError(f"{text!r} is not a reverse zone (…in-addr.arpa or …ip6.arpa)")
     return name

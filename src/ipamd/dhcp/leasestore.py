@@ -528,9 +528,9 @@ def client_key6(duid: bytes, iaid: int, ia_type: str) -> bytes:
 class Op6:
     """One binding's change (a ``dhcp6.engine.LeaseChange`` with what the relays told)."""
 
-    __slots__ = ("client_key", "duid", "event", "expires", "giaddr", "ia_type", "iaid", "ip",
-                 "kind", "lease_id", "mac", "ok", "preferred", "prefix_length", "remote_id",
-                 "seconds", "subnet_id", "subscriber_id", "supersede", "valid")
+    __slots__ = ("client_key", "duid", "event", "expires", "fqdn", "giaddr", "ia_type", "iaid",
+                 "ip", "kind", "lease_id", "mac", "ok", "preferred", "prefix_length",
+                 "remote_id", "seconds", "subnet_id", "subscriber_id", "supersede", "valid")
 
     def __init__(
         self, kind: OpKind, subnet_id: uuid.UUID, ip: ipaddress.IPv6Address, prefix_length: int,
@@ -538,8 +538,10 @@ class Op6:
         iaid: int, ia_type: str, *, preferred: int = 0, valid: int = 0, seconds: int = 0,
         giaddr: str | None = None, remote_id: bytes | None = None,
         subscriber_id: bytes | None = None, mac: str | None = None, supersede: bool = False,
+        fqdn: str | None = None,
     ) -> None:
         self.kind = kind
+        self.fqdn = fqdn  # the name this server registers in DNS (RFC 4704), IA_NA only
         # A grant for an IA that may hold another binding (the server's cache says so):
         # that one is released first (_SUPERSEDE6); else the insert alone suffices.
         self.supersede = supersede
@@ -597,13 +599,13 @@ _V6_ROWS = """r AS (
     SELECT * FROM unnest($1::int4[], $2::int2[], $3::uuid[], $4::inet[], $5::int2[],
                          $6::bytea[], $7::text[], $8::int8[], $9::text[], $10::int4[],
                          $11::int4[], $12::int4[], $13::inet[], $14::bytea[], $15::bytea[],
-                         $16::text[], $17::bool[])
+                         $16::text[], $17::bool[], $18::text[])
         AS r(i, kind, subnet_id, ip, prefix_length, client_key, duid, iaid, ia_type,
-             preferred, valid, seconds, giaddr, remote_id, subscriber_id, mac, supersede)
+             preferred, valid, seconds, giaddr, remote_id, subscriber_id, mac, supersede, fqdn)
 )"""
 _V6_FIELDS = ("kind", "subnet_id", "ip", "prefix_length", "client_key", "duid", "iaid",
               "ia_type", "preferred", "valid", "seconds", "giaddr", "remote_id",
-              "subscriber_id", "mac", "supersede")
+              "subscriber_id", "mac", "supersede", "fqdn")
 
 _SUPERSEDE6 = f"""
 WITH {_V6_ROWS}, ended AS (
@@ -639,7 +641,8 @@ WITH {_V6_ROWS}, held AS (
         sweep_at = least(l.sweep_at, now() + make_interval(secs => r.valid)),
         preferred_lifetime = r.preferred, valid_lifetime = r.valid, giaddr = r.giaddr,
         remote_id = r.remote_id, subscriber_id = r.subscriber_id,
-        mac = coalesce(r.mac::macaddr, l.mac), updated_at = now()
+        mac = coalesce(r.mac::macaddr, l.mac), fqdn = coalesce(r.fqdn, l.fqdn),
+        updated_at = now()
     FROM r
     WHERE r.kind = {OpKind.ACK:d} AND l.subnet_id = r.subnet_id AND l.ip = r.ip
       AND l.client_key = r.client_key AND l.state = 'active'
@@ -647,9 +650,9 @@ WITH {_V6_ROWS}, held AS (
 ), inserted AS (
     INSERT INTO leases (subnet_id, ip, state, client_key, mac, duid, remote_id, subscriber_id,
                         giaddr, iaid, ia_type, prefix_length, preferred_lifetime,
-                        valid_lifetime, starts_at, expires_at, sweep_at)
+                        valid_lifetime, fqdn, starts_at, expires_at, sweep_at)
     SELECT subnet_id, ip, 'active', client_key, mac::macaddr, duid, remote_id, subscriber_id,
-           giaddr, iaid, ia_type, prefix_length, preferred, valid, now(),
+           giaddr, iaid, ia_type, prefix_length, preferred, valid, fqdn, now(),
            now() + make_interval(secs => valid), now() + make_interval(secs => valid)
     FROM r WHERE kind = {OpKind.INSERT:d} AND subnet_id = ANY (ARRAY(SELECT id FROM held))
     ORDER BY subnet_id, ip

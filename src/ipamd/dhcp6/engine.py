@@ -35,8 +35,11 @@ Options: those the client asks for in its Option Request (§21.7) that its link 
 in the client's order. Client classes (``classify``) open the pools kept for them: a
 client's classes' pools are probed first, then those without a class; an address in a
 pool kept for a class the client lacks is never its (a held one is not given again).
-Not yet here (issue 49 lists them): IA_TA, the
-FQDN answer (option 39) and DDNS, Reconfigure.
+The Client FQDN option (39, RFC 4704): on a link whose subnet performs DNS updates, the
+client's name (in the subnet's zone) goes with its addresses' changes (the lease's fqdn:
+its events carry it to the DDNS path, AAAA + ip6.arpa PTR + DHCID from the DUID), and the
+reply's option 39 says what the server will do. Not yet here (issue 49 lists them): IA_TA,
+Reconfigure.
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ from enum import Enum
 from ipaddress import IPv6Address, IPv6Network
 from typing import TypeVar
 
+from ipamd.core import dnsname, dnswire
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.classify import NO_CLASSES
 from ipamd.dhcp6.codec import Message
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.options import (
+    ClientFqdn,
     ClientId,
     IaAddress,
     IaNa,
@@ -102,6 +107,7 @@ class LeaseChange:
     subnet_id: str
     preferred: int = 0
     valid: int = 0
+    fqdn: str | None = None  # the name registered in DNS for this address (RFC 4704)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +130,7 @@ class _Tx:
     server_duid: Duid
     now: float
     classes: frozenset[str] = NO_CLASSES  # the client's classes (dhcp6.classify)
+    fqdn: str | None = None  # the name this server registers for the client's addresses
     commit: bool = True
     taken: set[tuple[int, int]] = field(default_factory=set)  # picked in this reply
     changes: list[LeaseChange] = field(default_factory=list)
@@ -132,8 +139,10 @@ class _Tx:
                length: int, live: bool = True) -> None:
         lifetimes = self.link.lifetimes
         preferred, valid = (lifetimes.preferred, lifetimes.valid) if live else (0, 0)
+        # Only addresses get a name (AAAA + PTR); a delegated prefix is a router's.
+        name = self.fqdn if live and ia_type is IaType.NA else None
         self.changes.append(LeaseChange(kind, ia_type, self.duid, iaid, address, length,
-                                        self.link.subnet_id, preferred, valid))
+                                        self.link.subnet_id, preferred, valid, name))
 
 
 def decide(message: Message, link: Link | None, bindings: Bindings, server_duid: Duid,
@@ -155,7 +164,39 @@ def decide(message: Message, link: Link | None, bindings: Bindings, server_duid:
     if _repeats(ia.iaid for ia in ia_nas) or _repeats(ia.iaid for ia in ia_pds):
         return Decision(drop="duplicate_iaid")
     tx = _Tx(message, duid, link, bindings, server_duid, now, classes)
+    tx.fqdn = _registered_name(message, link)
     return _HANDLERS[message.msg_type](tx)
+
+
+def _registered_name(message: Message, link: Link) -> str | None:
+    """The name this server registers for the client (no trailing dot), from its Client
+    FQDN option (39) in the link's zone (a partial name or one outside the zone becomes
+    its first label in the zone, as for DHCPv4's option 81); None: no DNS update."""
+    asked = message.first(ClientFqdn)
+    if asked is None or link.ddns_zone is None or asked.flags & p.FQDN_N:
+        return None  # RFC 4704 §6: N=1 asks the server to perform no updates; honoured
+    return dnsname.ddns_fqdn(None, asked.name, link.ddns_zone)
+
+
+def fqdn_flags(client_flags: int, updates: bool) -> int:
+    """Our option 39's flags, what this server will do (RFC 4704 §4.1, §6): S=1 when it
+    updates the AAAA (and PTR) records; N=1 when it performs no update (then S=0); O=1
+    exactly when our S differs from the client's."""
+    flags = p.FQDN_S if updates else p.FQDN_N
+    if (flags ^ client_flags) & p.FQDN_S:
+        flags |= p.FQDN_O
+    return flags
+
+
+def _fqdn_answer(tx: _Tx) -> list[Option]:
+    """RFC 4704 §6: the option goes back only when the client sent it and asked for it in
+    its Option Request; its name is the one registered (else the client's, echoed)."""
+    asked = tx.message.first(ClientFqdn)
+    if asked is None or p.OPTION_CLIENT_FQDN not in tx.message.requested_codes:
+        return []
+    if tx.fqdn is None:
+        return [ClientFqdn(fqdn_flags(asked.flags, False), asked.labels, asked.absolute)]
+    return [ClientFqdn(fqdn_flags(asked.flags, True), dnswire.labels_of(tx.fqdn), True)]
 
 
 def _repeats(iaids: Iterable[int]) -> bool:
@@ -236,6 +277,7 @@ _HANDLERS: dict[int, Callable[[_Tx], Decision]] = {
 def _reply(tx: _Tx, msg_type: int, body: list[Option], with_options: bool = True) -> Message:
     options: list[Option] = [ServerId(tx.server_duid), ClientId(tx.duid), *body]
     if with_options:
+        options += _fqdn_answer(tx)
         options += _requested(tx.message, tx.link)
     return Message(msg_type, tx.message.transaction_id, options)
 

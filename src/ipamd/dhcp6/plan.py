@@ -121,6 +121,9 @@ class Link:
     reservations: tuple[Reservation6, ...] = ()
     options: dict[int, bytes] = field(default_factory=dict)  # option data by code
     rapid_commit: bool = True  # RFC 8415 §18.3.1: the server must be configured to allow it
+    # The forward zone this server registers clients' names in (AAAA, PTR, DHCID: RFC 4704),
+    # set only when the subnet's DDNS adapter performs updates; None: no DNS updates.
+    ddns_zone: str | None = None
     # Reservations by DUID and by address, made once: the decision asks for every address
     # it probes (up to MAX_PROBES per pool), and a site may reserve thousands.
     _by_duid: dict[Duid, Reservation6] = field(init=False, repr=False, compare=False)

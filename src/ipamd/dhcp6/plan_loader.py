@@ -10,7 +10,8 @@ What a link gets from its subnet (docs/dhcpv6.md): the valid lifetime is the sub
 the RFC 8415 §21.4 recommendations (half and 4/5 of the preferred). Options are the
 subnet's DHCPv6 options (core/option6_shapes.py) without a vendor class; pools keep their
 client class (matched by dhcp6.classify); a reservation with a MAC and no DUID cannot match
-(the relays seen so far send no RFC 6939 option).
+(the relays seen so far send no RFC 6939 option). A link's ``ddns_zone`` is the subnet's
+when its DDNS adapter performs updates (as DHCPv4's ``performs_dns_updates``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core import option6_shapes
+from ipamd.dhcp.plan import DNS_UPDATE_ADAPTERS
 from ipamd.dhcp.plan_loader import version
 from ipamd.dhcp6.classify import ClientClass6
 from ipamd.dhcp6.duid import Duid
@@ -31,7 +33,7 @@ from ipamd.dhcp6.plan import Lifetimes, Link, PdPool, Plan6, Pool6, Reservation6
 
 log = logging.getLogger("ipamd.dhcp6.plan")
 
-_SUBNETS = """SELECT id, cidr, lease_time_seconds FROM subnets
+_SUBNETS = """SELECT id, cidr, lease_time_seconds, ddns_adapter, ddns_zone FROM subnets
               WHERE family(cidr) = 6 AND dhcp_enabled ORDER BY id"""
 _V6_SUBNET = "subnet_id IN (SELECT id FROM subnets WHERE family(cidr) = 6 AND dhcp_enabled)"
 # A pool kept for a client class goes only to the clients of that class (dhcp6.classify).
@@ -119,6 +121,7 @@ def build(rows: dict[str, Any]) -> VersionedPlan6:
             pd_excludes=tuple(parts.get("pd_excludes", ())),
             reservations=tuple(reservations.get(subnet_id, {}).values()),
             options=dict(parts.get("options", ())),
+            ddns_zone=row["ddns_zone"] if row["ddns_adapter"] in DNS_UPDATE_ADAPTERS else None,
         ))
     classes = tuple(ClientClass6(str(row["id"]), row["match"], row["value"])
                     for row in rows["classes"])

@@ -283,6 +283,7 @@ class Dhcp6Server:
             mac=None if link_layer is None else link_layer.mac,
             supersede=(change.kind is ChangeKind.GRANT
                        and self.cache.has_ia(change.duid, change.iaid, change.ia_type)),
+            fqdn=change.fqdn,
         )
 
     def _subnet_uuid(self, subnet_id: str) -> uuid.UUID:

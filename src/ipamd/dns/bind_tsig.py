@@ -105,7 +105,8 @@ class BindTsig:
     async def _add(self, server: Server, key: dns.tsig.Key, c: LeaseChange,
                    timeout: float) -> Answer:
         name = _name(c.name)
-        a = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.A, c.ip)
+        rtype = dns.rdatatype.from_text(c.rtype)  # A, or AAAA for a DHCPv6 lease
+        a = dns.rdata.from_text(dns.rdataclass.IN, rtype, c.ip)
         # RFC 4703 §5.3.1: add only if the name is free...
         first = self._update(c.zone, key)
         first.absent(name)
@@ -113,20 +114,20 @@ class BindTsig:
         first.add(name, c.ttl, c.dhcid)
         rcode = await send(server, first, timeout)
         if rcode == dns.rcode.NOERROR:
-            done = "A + DHCID added"
+            done = f"{c.rtype} + DHCID added"
         elif rcode == dns.rcode.YXDOMAIN:
             # ...else replace the address only where the DHCID is this client's (§5.3.2).
             second = self._update(c.zone, key)
             second.present(name, c.dhcid)
-            second.delete(name, dns.rdatatype.A)
+            second.delete(name, rtype)
             second.add(name, c.ttl, a)
             rcode = await send(server, second, timeout)
             if rcode == dns.rcode.NXRRSET:
                 raise DnsFailure("YXDOMAIN", f"{c.name} belongs to another client (its DHCID "
                                  "differs): left as it is (RFC 4703)", final=True)
             if rcode != dns.rcode.NOERROR:
-                raise _fail(rcode, f"replacing the A record of {c.name}")
-            done = "A replaced (DHCID matched)"
+                raise _fail(rcode, f"replacing the {c.rtype} record of {c.name}")
+            done = f"{c.rtype} replaced (DHCID matched)"
         else:
             raise _fail(rcode, f"adding {c.name}")
         return Answer(f"NOERROR: {done}; {await self._ptr_add(server, key, c, timeout)}")
@@ -142,7 +143,7 @@ class BindTsig:
                                                 c.name + "."))
         rcode = await send(server, msg, timeout)
         if rcode != dns.rcode.NOERROR:
-            raise _fail(rcode, f"setting the PTR of {c.ip} (the A record is in place)")
+            raise _fail(rcode, f"setting the PTR of {c.ip} (the {c.rtype} record is in place)")
         return "PTR set"
 
     async def _remove(self, server: Server, key: dns.tsig.Key, c: LeaseChange,
@@ -150,11 +151,12 @@ class BindTsig:
         name = _name(c.name)
         msg = self._update(c.zone, key)
         msg.present(name, c.dhcid)  # only what this client owns (RFC 4703 §5.5)
-        msg.delete(name, dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.A, c.ip))
+        msg.delete(name, dns.rdata.from_text(dns.rdataclass.IN,
+                                             dns.rdatatype.from_text(c.rtype), c.ip))
         msg.delete(name, dns.rdatatype.DHCID)
         rcode = await send(server, msg, timeout)
         if rcode == dns.rcode.NOERROR:
-            forward = "A + DHCID removed"
+            forward = f"{c.rtype} + DHCID removed"
         elif rcode in (dns.rcode.NXRRSET, dns.rcode.NXDOMAIN):
             forward = "name not this client's (or gone): left alone"
         else:

@@ -1,8 +1,9 @@
 """The change one outbox row (kind dns) carries, as the fan-out trigger wrote it
 (migration 0006), turned into typed values for the adapters.
 
-source lease:  op add|remove, name (the lease's fqdn), ip, zone, reverse_zone, ttl, and the
-               client's identity from the event (for the DHCID, RFC 4701).
+source lease:  op add|remove, name (the lease's fqdn), ip (IPv4: an A record; IPv6: AAAA,
+               PTR in ip6.arpa), zone, reverse_zone, ttl, and the client's identity from
+               the event (for the DHCID, RFC 4701: a DHCPv6 lease's DUID).
 source static: before / after (the static record's audit images), zone, default_ttl.
 """
 
@@ -47,6 +48,11 @@ class LeaseChange:
     def reverse_name(self) -> str:
         return dnsname.reverse_name(self.ip)
 
+    @property
+    def rtype(self) -> str:
+        """The forward record's type: AAAA for a DHCPv6 lease (RFC 4704), else A."""
+        return "AAAA" if ":" in self.ip else "A"
+
 
 @dataclass(frozen=True)
 class StaticChange:
@@ -58,13 +64,18 @@ class StaticChange:
 Change = LeaseChange | StaticChange
 
 
-def dhcid_for(name: str, mac: str | None, client_id: str | None) -> DHCID:
+def dhcid_for(name: str, mac: str | None, client_id: str | None,
+              duid: str | None = None) -> DHCID:
     """RFC 4701 §3.3: identifier type, digest type 1 (SHA-256) of identifier || FQDN wire.
 
-    The client identifier (option 61) when sent — an RFC 4361 one (type 255) as its DUID
-    (type 2), another as type 1; else the hardware address (type 0, htype 1 + chaddr).
+    A DHCPv6 client's DUID (``duid``, set for DHCPv6 leases only) as type 2; else the
+    client identifier (option 61) when sent — an RFC 4361 one (type 255) as its DUID
+    (type 2: a dual-stack RFC 4361 client has one DHCID), another as type 1; else the
+    hardware address (type 0, htype 1 + chaddr).
     """
-    if client_id:
+    if duid:
+        kind, identifier = 2, bytes.fromhex(duid.replace(":", ""))
+    elif client_id:
         raw = bytes.fromhex(client_id.replace(":", ""))
         if len(raw) > 5 and raw[0] == 255:
             kind, identifier = 2, raw[5:]
@@ -98,7 +109,8 @@ def parse(dns_field: Any, payload: Any) -> Change:
         return LeaseChange(
             op=dns_field["op"], name=name, ip=dns_field["ip"], zone=dns_field["zone"],
             reverse_zone=dns_field.get("reverse_zone"), ttl=int(dns_field["ttl"]),
-            dhcid=dhcid_for(name, payload.get("mac"), payload.get("client_id")),
+            dhcid=dhcid_for(name, payload.get("mac"), payload.get("client_id"),
+                            payload.get("duid") if ":" in dns_field["ip"] else None),
         )
     except (KeyError, TypeError, ValueError) as error:
         if isinstance(error, BadChange):

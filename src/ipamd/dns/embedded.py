@@ -47,13 +47,13 @@ _ZONES = """SELECT z.name, z.default_ttl FROM dns_zones z
 _RECORDS = """SELECT z.name AS zone, r.name, r.type, r.value, coalesce(r.ttl, z.default_ttl) AS ttl
               FROM dns_records r JOIN dns_zones z ON z.id = r.zone_id
               JOIN dns_servers s ON s.id = z.server_id WHERE s.adapter = 'embedded'"""
-_LEASES = """SELECT l.fqdn, host(l.ip) AS ip, s.ddns_zone AS zone,
+_LEASES = """SELECT l.fqdn, host(l.ip) AS ip, l.duid, s.ddns_zone AS zone,
                     s.ddns_reverse_zone AS reverse_zone,
                     coalesce(s.ddns_ttl, z.default_ttl, 300) AS ttl
              FROM leases l JOIN subnets s ON s.id = l.subnet_id
              LEFT JOIN dns_zones z ON z.name = s.ddns_zone
              WHERE l.state = 'active' AND s.ddns_adapter = 'embedded' AND l.fqdn IS NOT NULL
-               AND family(l.ip) = 4
+               AND (family(l.ip) = 4 OR l.ia_type = 'na')
              ORDER BY l.starts_at, l.lease_id"""
 
 

@@ -60,11 +60,11 @@ class PowerDnsHttp:
         if sets and dhcid != [ours]:
             raise DnsFailure("YXDOMAIN", f"{c.name} belongs to another client (no DHCID of "
                              "this client): left as it is (RFC 4703)", final=True)
-        changes = [_replace(c.name, "A", c.ttl, [c.ip])]
+        changes = [_replace(c.name, c.rtype, c.ttl, [c.ip])]
         if not sets:
             changes.append(_replace(c.name, "DHCID", c.ttl, [ours]))
         await api.patch(c.zone, changes)
-        done = "A replaced (DHCID matched)" if sets else "A + DHCID added"
+        done = f"{c.rtype} replaced (DHCID matched)" if sets else f"{c.rtype} + DHCID added"
         if c.reverse_zone:
             await api.patch(c.reverse_zone,
                             [_replace(c.reverse_name, "PTR", c.ttl, [_fq(c.name)])])
@@ -75,12 +75,12 @@ class PowerDnsHttp:
         sets = await api.rrsets(c.zone, c.name)
         ours = base64.b64encode(c.dhcid.data).decode()
         if [r["content"] for r in sets.get("DHCID", [])] == [ours]:
-            rest = [r["content"] for r in sets.get("A", []) if r["content"] != c.ip]
+            rest = [r["content"] for r in sets.get(c.rtype, []) if r["content"] != c.ip]
             ttl = c.ttl
             await api.patch(c.zone, [
-                _replace(c.name, "A", ttl, rest) if rest else _delete(c.name, "A"),
+                _replace(c.name, c.rtype, ttl, rest) if rest else _delete(c.name, c.rtype),
                 _delete(c.name, "DHCID")])
-            forward = "A + DHCID removed"
+            forward = f"{c.rtype} + DHCID removed"
         else:
             forward = "name not this client's (or gone): left alone"
         if c.reverse_zone:

@@ -99,13 +99,20 @@ def build(
     ttls = {z["name"]: int(z["default_ttl"]) for z in rows["zones"]}
     for r in rows["records"]:
         contents[r["zone"]].append((r["name"], int(r["ttl"]), r["type"], r["value"]))
-    taken: set[str] = set()
-    for lease in rows["leases"]:  # oldest first: a name belongs to its first holder
+    owners: dict[str, str] = {}
+    # Oldest first: a name belongs to its first holder.
+    for index, lease in enumerate(rows["leases"]):
         name, ip = lease["fqdn"], lease["ip"]
         zone = lease["zone"]
-        if zone in contents and dnsname.in_zone(name, zone) and name not in taken:
-            taken.add(name)
-            contents[zone].append((name, int(lease["ttl"]), "A", ip))
+        # The holder is its DUID when it has one (DHCPv6, or an RFC 4361 DHCPv4 client: one
+        # DHCID, RFC 4701 §3.3), so a dual-stack client's A and AAAA share its name, as
+        # RFC 4703 lets them; any other holder is its lease alone.
+        duid = lease.get("duid")
+        owner = duid.replace(":", "").lower() if duid else f"#{index}"
+        if zone in contents and dnsname.in_zone(name, zone) \
+                and owners.setdefault(name, owner) == owner:
+            rtype = "AAAA" if ":" in ip else "A"
+            contents[zone].append((name, int(lease["ttl"]), rtype, ip))
             reverse = lease["reverse_zone"]
             if reverse in contents:
                 contents[reverse].append((dnsname.reverse_name(ip), int(lease["ttl"]), "PTR",

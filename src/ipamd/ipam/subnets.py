@@ -115,6 +115,15 @@ def field_rules(s: dict[str, Any]) -> None:
         )
 
 
+def _reverse_family(zone: str, version: int) -> None:
+    """An IPv4 subnet's PTR records live under in-addr.arpa, an IPv6 one's under ip6.arpa
+    (RFC 3596 §2.5); 422 naming ddns_reverse_zone otherwise."""
+    wanted = "ip6.arpa" if version == 6 else "in-addr.arpa"
+    if not zone.endswith(wanted):
+        raise invalid("ddns_reverse_zone", f"{zone} is not an {wanted} zone: an IPv{version} "
+                      f"subnet's reverse records are in {wanted}")
+
+
 async def _check_dns(conn: asyncpg.Connection, s: dict[str, Any]) -> None:
     """The DDNS references name real objects that fit together (422, naming the field).
 
@@ -143,6 +152,8 @@ async def _check_dns(conn: asyncpg.Connection, s: dict[str, Any]) -> None:
             raise invalid(field, f"no DNS zone named {name!r} (create it at /dns-zones)")
         if name.endswith(".arpa") != reverse:
             raise invalid(field, f"{name} is not a {'reverse' if reverse else 'forward'} zone")
+        if reverse:
+            _reverse_family(name, s["cidr"].version)
         if server_id is not None and zone["server_id"] != server_id:
             raise invalid(field, f"the zone {name} is held by another DNS server than "
                           "ddns_server_id")

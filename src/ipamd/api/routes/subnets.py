@@ -48,9 +48,11 @@ class SubnetCreate(Body):
         default_factory=list, max_length=63,
         description="option 42 (DHCPv6: 56), the subnet's family; a stored option wins")
     ddns_adapter: DdnsAdapter = "none"
-    ddns_zone: DnsZone | None = Field(default=None, description="forward zone for A records")
+    ddns_zone: DnsZone | None = Field(default=None,
+                                      description="forward zone for A (AAAA) records")
     ddns_reverse_zone: ReverseZone | None = Field(
-        default=None, description="reverse zone for PTR records (…in-addr.arpa)")
+        default=None, description="reverse zone for PTR records (…in-addr.arpa; an IPv6 "
+                                  "subnet's …ip6.arpa)")
     ddns_ttl: int | None = Field(default=None, ge=1, le=2_147_483_647,
                                  description="record TTL; null: a third of the lease time")
     ddns_server_id: Id | None = Field(default=None, description="the DNS server to update")

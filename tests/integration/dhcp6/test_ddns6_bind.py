@@ -1,0 +1,134 @@
+"""DDNS for DHCPv6 through the outbox against a real BIND 9 (RFC 2136 + TSIG): a grant with a
+Client FQDN option → AAAA, ip6.arpa PTR and a DHCID made from the DUID (RFC 4701 §3.3, type
+2); another DUID asking for the same name gets its address, not the name (RFC 4703); a
+Release removes the records."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Iterator
+from ipaddress import IPv6Address
+from pathlib import Path
+from typing import Any
+
+import dns.name
+import httpx
+import pytest
+import trio
+
+from ipamd import runtime
+from ipamd.core import dnswire
+from ipamd.db.bridge import Database
+from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.options import ClientFqdn, IaNa
+from tests.integration.dhcp6.harness import (
+    Relay6,
+    client_duid,
+    dhcp6_section,
+    message,
+    relay_socket,
+    seed_v6,
+)
+from tests.integration.dns.ddns import FAST_OUTBOX, ZONE, dig, dns_row
+from tests.integration.ipam.helpers import created
+from tests.support.bind import KEY_NAME, Bind, need_bind
+from tests.support.waiting import until
+
+SECRET_ENV = "IPAMD_TEST_TSIG6"
+REVERSE6 = "1.0.0.0.7.7.0.0.8.b.d.0.1.0.0.2.ip6.arpa"  # 2001:db8:77:1::/64
+
+
+@pytest.fixture
+async def seeded(db: Database) -> dict[str, Any]:
+    async def seed(conn: Any) -> Any:
+        return await seed_v6(conn)
+
+    return await db.transaction(seed)
+
+
+@pytest.fixture
+async def config_overrides(seeded: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {"dhcp6": dhcp6_section(), "outbox": FAST_OUTBOX}
+
+
+@pytest.fixture
+def bind(tmp_path: Path) -> Iterator[Bind]:
+    need_bind()
+    server = Bind(tmp_path / "bind", [ZONE, REVERSE6])
+    server.start()
+    os.environ[SECRET_ENV] = server.secret
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def relay6(appliance: runtime.Running, nursery: trio.Nursery) -> Relay6:
+    server = appliance.state.dhcp6
+    assert server is not None
+    found = Relay6(trio.socket.from_stdlib_socket(relay_socket()), server.addresses[0])
+    nursery.start_soon(found.run)
+    return found
+
+
+def _fqdn_solicit(xid: int, n: int, name: str) -> Message:
+    base = message(p.SOLICIT, xid, client_duid(n), rapid=True, oro=(23, 39))
+    fqdn = ClientFqdn(p.FQDN_S, dnswire.labels_of(name), False)
+    return Message(base.msg_type, base.transaction_id, [*base.options, fqdn])
+
+
+def _address(reply: Message | None) -> IPv6Address:
+    assert reply is not None and reply.msg_type == p.REPLY
+    ia = reply.first(IaNa)
+    assert ia is not None and ia.addresses, reply
+    return ia.addresses[0].address
+
+
+async def test_v6_ddns_against_bind(appliance: runtime.Running, relay6: Relay6,
+                                    operator: httpx.AsyncClient, viewer: httpx.AsyncClient,
+                                    admin: httpx.AsyncClient, seeded: dict[str, Any],
+                                    bind: Bind) -> None:
+    server = created(await admin.post("/dns-servers", json={
+        "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
+        "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
+    for zone in (ZONE, REVERSE6):
+        created(await operator.post("/dns-zones", json={"name": zone, "server_id": server["id"]}))
+    patched = await operator.patch(f"/subnets/{seeded['subnet_id']}", json={
+        "ddns_adapter": "bind_tsig", "ddns_server_id": server["id"], "ddns_zone": ZONE,
+        "ddns_reverse_zone": REVERSE6, "ddns_ttl": 120})
+    assert patched.status_code == 200, patched.text
+    dhcp6 = appliance.state.dhcp6
+    assert dhcp6 is not None
+
+    async def ddns_link() -> bool:
+        link = dhcp6.plans.current.plan.link_for(IPv6Address("2001:db8:77:1::1"))
+        return link is not None and link.ddns_zone == ZONE
+
+    await until(ddns_link, "the DHCPv6 plan took the subnet's DDNS zone")
+    name = f"laptop.{ZONE}"
+    address = _address(await relay6.exchange(_fqdn_solicit(0x70, 7, "laptop")))
+    row = await dns_row(viewer, "lease.granted", name, {"delivered"})
+    assert row["dns"]["ip"] == str(address)
+    await dig(bind, name, "AAAA", [str(address)])
+    await dig(bind, address.reverse_pointer, "PTR", [f"{name}."])
+    # RFC 4701 §3.3: identifier type 2 (the DUID), digest type 1, SHA-256(DUID || name wire).
+    wire = dns.name.from_text(name).canonicalize().to_wire()
+    digest = hashlib.sha256(client_duid(7).raw + wire).digest()
+    assert bind.dig(name, "DHCID") == [base64.b64encode(b"\x00\x02\x01" + digest).decode()]
+
+    # Another DUID asking for the name gets an address, not the name (RFC 4703 §5.3.2).
+    other = _address(await relay6.exchange(_fqdn_solicit(0x71, 8, "laptop")))
+    refused = await dns_row(viewer, "lease.granted", name, {"failed"})
+    assert refused["last_error"].startswith("YXDOMAIN"), refused
+    assert other != address and bind.dig(name, "AAAA") == [str(address)]
+
+    release = message(p.RELEASE, 0x72, client_duid(7), server=dhcp6.server_duid,
+                      na=[str(address)])
+    assert (await relay6.exchange(release)) is not None
+    await dns_row(viewer, "lease.released", name, {"delivered"})
+    await dig(bind, name, "AAAA", [])
+    await dig(bind, address.reverse_pointer, "PTR", [])
