@@ -57,6 +57,11 @@ async def test_replay_all_failed_with_one_confirmation(
         expect(page.get_by_test_id("work-count")).to_have_text("4 deliveries")
         # Targets by name, for operators too (they may not read webhooks themselves).
         expect(rows.first).to_contain_text("webhook lease-hook")
+        with page.expect_download() as got:
+            page.get_by_role("button", name="Export CSV").click()
+        exported = _csv(got.value)
+        assert [r["State"] for r in exported] == ["failed"] * 4
+        assert {r["Target"] for r in exported} == {"webhook lease-hook"}
         page.get_by_role("button", name="Replay all failed (4)").click()
         dialog = page.get_by_role("dialog")
         expect(dialog).to_contain_text("Replay 4 failed webhook deliveries?")

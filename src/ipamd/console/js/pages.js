@@ -573,6 +573,18 @@ async function work(view, { params }) {
     ],
     load: pageOf("/outbox", { kind, state }), empty: "No deliveries.",
   });
+  const csvColumns = [["Created", (r) => r.created_at], ["Kind", (r) => r.kind], ["Topic", (r) => r.topic],
+    ["Target", target], ["State", (r) => r.state], ["Attempts", (r) => r.attempts],
+    ["Last result", (r) => r.last_error || r.last_status], ["Delivered", (r) => r.delivered_at], ["Id", (r) => r.id]]
+    .map(([label, csv]) => ({ label, csv }));
+  summary.append(h("button", { type: "button", class: "button small", onclick: async (e) => {
+    e.target.disabled = true;
+    try {
+      const n = await downloadCsv(`work-${kind}.csv`, csvColumns, (cursor, limit) => get("/outbox", { kind, state, cursor, limit }));
+      clear(detail).append(notice(`Exported ${n} ${n === 1 ? "delivery" : "deliveries"} as CSV.`));
+    } catch (error) { clear(detail).append(errorBox(error)); }
+    finally { e.target.disabled = false; }
+  } }, "Export CSV"));
   view.append(tabs, states, summary, detail, table);
   try {
     const n = await get("/outbox/count", { kind, state });
