@@ -135,6 +135,7 @@ async def test_subnet_ddns_references(operator, admin):
     await _zone(operator, srv["id"], "lan.example")
     await _zone(operator, srv["id"], "20.10.in-addr.arpa")
     await _zone(operator, pdns["id"], "other.example")
+    await _zone(operator, srv["id"], "8.b.d.0.1.0.0.2.ip6.arpa")
     good = {"ddns_adapter": "bind_tsig", "ddns_server_id": srv["id"],
             "ddns_zone": "lan.example", "ddns_reverse_zone": "20.10.in-addr.arpa",
             "ddns_ttl": 300}
@@ -144,7 +145,10 @@ async def test_subnet_ddns_references(operator, admin):
                           ({"ddns_zone": "other.example"}, "ddns_zone"),
                           ({"ddns_zone": "20.10.in-addr.arpa"}, "ddns_zone"),
                           ({"ddns_adapter": "powerdns_http"}, "ddns_server_id"),
-                          ({"ddns_reverse_zone": "9.10.in-addr.arpa"}, "ddns_reverse_zone")):
+                          ({"ddns_reverse_zone": "9.10.in-addr.arpa"}, "ddns_reverse_zone"),
+                          # An IPv4 subnet's PTRs are in in-addr.arpa, not ip6.arpa.
+                          ({"ddns_reverse_zone": "8.b.d.0.1.0.0.2.ip6.arpa"},
+                           "ddns_reverse_zone")):
         msg = error_of(await operator.patch(f"/subnets/{s['id']}", json=change),
                        422, "validation_error")
         assert msg.startswith(field), (change, msg)
