@@ -25,7 +25,7 @@ async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dic
         expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
         leases = page.locator("section", has=page.get_by_role("heading", name="Leases by state"))
         expect(leases.locator("dt", has_text="active").locator("xpath=following-sibling::dd[1]")).to_have_text("2")
-        worst = page.locator("section", has=page.get_by_role("heading", name="Pool use by subnet (worst first)"))
+        worst = page.locator("section", has=page.get_by_role("heading", name="Subnet utilisation (worst first)"))
         expect(worst.get_by_role("link", name="127.77.0.0/24")).to_be_visible()
         expect(page.locator("section", has=page.get_by_role("heading", name="License use"))).to_contain_text("of")
         shot(page, "dashboard")

@@ -109,7 +109,7 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         started = time.perf_counter()
         v.go()
         worst = v.page.locator("section", has=v.page.get_by_role(
-            "heading", name="Pool use by subnet (worst first)"))
+            "heading", name="Subnet utilisation (worst first)"))
         expect(worst.get_by_role("link", name="127.77.0.0/24")).to_be_visible()
         expect(v.page.locator("dd").first).to_be_visible()
         return time.perf_counter() - started

@@ -157,6 +157,38 @@ async def subnet(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> dict[str, An
             "pools": len(pools), "pool_size": count_out(pool_size, net.version)}
 
 
+# Every subnet's counts in one statement: its assignable range comes in as arrays (computed
+# by validate.host_range, as for one subnet), each probed by the same _counts.
+_SUBNETS = f"""
+SELECT t.id, c.*
+FROM unnest($1::uuid[], $2::inet[], $3::inet[], $4::inet[]) AS t(id, lo, hi, gateway),
+     LATERAL ({_counts("t.id", "t.lo", "t.hi", "t.gateway")}) c
+"""
+
+
+async def subnets_all(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+    """Every subnet's utilisation as ``subnet`` defines it (used of its assignable addresses),
+    worst first; the dashboard and the subnet_utilisation alert read this, so one subnet shows
+    one figure everywhere (docs/operations-monitoring.md)."""
+    rows = await conn.fetch("SELECT id, name, cidr, gateway FROM subnets ORDER BY id")
+    bounds = [validate.host_range(r["cidr"]) for r in rows]
+    paired = list(zip(rows, bounds, strict=True))
+    args = ([r["id"] for r in rows],
+            [validate.address_in_family(r["cidr"], lo) for r, (lo, _) in paired],
+            [validate.address_in_family(r["cidr"], hi) for r, (_, hi) in paired],
+            [r["gateway"] for r in rows])
+    async with _no_jit(conn):
+        counts = {c["id"]: c for c in await conn.fetch(_SUBNETS, *args)}
+    out = []
+    for r, (lo, hi) in paired:
+        size, used = hi - lo + 1, used_of(counts[r["id"]])
+        out.append({"subnet_id": r["id"], "cidr": str(r["cidr"]), "name": r["name"],
+                    "size": count_out(size, r["cidr"].version), "used": used,
+                    "percent_used": _percent(used, size)})
+    out.sort(key=lambda s: (-s["percent_used"], str(s["subnet_id"])))
+    return out
+
+
 async def pool(conn: asyncpg.Connection, pool_id: uuid.UUID) -> dict[str, Any]:
     p = await one(
         conn,

@@ -145,13 +145,14 @@ def _node_checks(rows: list[dict[str, Any]], rules: dict[str, float], memory: Me
 async def _checks(conn: asyncpg.Connection, rules: dict[str, float], cap: ipam_license.Entitlement,
                   down_seconds: float, memory: Memory, now: float) -> list[Check]:
     util_open, util_clear = rules["utilisation_percent"], rules["utilisation_clear_percent"]
-    pools, subnets = await figures.utilisation(conn)
+    pools = await figures.pool_use(conn)
+    subnets = await figures.subnet_utilisation(conn)
     checks = [Check("pool_utilisation", str(p["pool_id"]), "warning",
-                    f"pool {p['name']} in {p['cidr']} is {p['percent_used']:g}% used "
+                    f"pool {p['name']} in {p['cidr']} is {p['percent_used']:g}% in use "
                     f"({p['used']} of {p['size']})", p["percent_used"], util_open, util_clear)
               for p in pools]
     checks += [Check("subnet_utilisation", str(s["subnet_id"]), "warning",
-                     f"subnet {s['cidr']} pools are {s['percent_used']:g}% used "
+                     f"subnet {s['cidr']} is {s['percent_used']:g}% utilised "
                      f"({s['used']} of {s['size']})", s["percent_used"], util_open, util_clear)
                for s in subnets]
     lic = await ipam_license.status(conn, cap)

@@ -20,8 +20,11 @@ class DashboardOut(BaseModel):
     license: dict[str, Any] = Field(description="as GET /license, plus percent_used")
     leases: dict[str, int] = Field(description="lease rows by state")
     grants_per_minute: list[dict[str, Any]] = Field(description="the last 60 minutes")
-    subnets: list[dict[str, Any]] = Field(description=f"the {WORST_MAX} worst-utilised")
-    pools: list[dict[str, Any]] = Field(description=f"the {WORST_MAX} worst-utilised")
+    subnets: list[dict[str, Any]] = Field(
+        description=f"the {WORST_MAX} most utilised: used of assignable addresses, as "
+                    "GET /subnets/{id}/utilisation")
+    pools: list[dict[str, Any]] = Field(
+        description=f"the {WORST_MAX} fullest by pool use: live leases of the pool's addresses")
     dhcp: list[dict[str, Any]] = Field(description="per node: received, sent, drops by reason")
     outbox: list[dict[str, Any]] = Field(description="rows by kind and state, oldest age")
     nodes: dict[str, Any] = Field(description="up and down counts, and each node's status")
@@ -34,7 +37,8 @@ async def build(conn: asyncpg.Connection, tier: str, cap: int, down_seconds: flo
     live = live or {}
     lic = await ipam_license.status(conn, ipam_license.Entitlement(tier, cap))
     lic["percent_used"] = round(100.0 * lic["managed_ips"] / cap, 2) if cap else 0.0
-    pools, subnets = await figures.utilisation(conn)
+    pools = await figures.pool_use(conn)
+    subnets = await figures.subnet_utilisation(conn)
     node_rows = await nodes.list_all(conn, down_seconds)
     open_alerts = await alerts.open_alerts(conn, OPEN_ALERTS_MAX)
     open_count = await conn.fetchval("SELECT count(*) FROM alerts WHERE cleared_at IS NULL")

@@ -9,6 +9,8 @@ from typing import Any
 
 import asyncpg
 
+from ipamd.ipam import utilisation as ipam_utilisation
+
 LIVE = ("offered", "active", "declined")
 
 # Per pool: its bounds and the excludes' overlaps with it (sized in Python: an IPv6 pool can
@@ -45,29 +47,25 @@ def _percent(used: int, size: int) -> float:
     return round(100.0 * used / size, 2) if size > 0 else 0.0
 
 
-async def utilisation(conn: asyncpg.Connection) -> tuple[list[dict[str, Any]],
-                                                          list[dict[str, Any]]]:
-    """(pools, subnets), each worst-utilised first; a subnet sums its pools. Sizes of IPv6
-    pools and subnets are decimal strings (2^64 is no JSON number a client can trust)."""
+async def pool_use(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+    """Pool use, worst first: of a pool's addresses (less its excludes), those live leases
+    hold; what runs out when clients get no address, and what the pool_utilisation alert
+    watches. Not a subnet's utilisation (ipam/utilisation.py; docs/operations-monitoring.md).
+    Sizes of IPv6 pools are decimal strings (2^64 is no JSON number a client can trust)."""
     pools: list[dict[str, Any]] = []
-    subnets: dict[Any, dict[str, Any]] = {}
     for r in await conn.fetch(_POOLS):
         size, used = _pool_size(r), int(r["used"])
         pools.append({"pool_id": r["id"], "name": r["name"], "subnet_id": r["subnet_id"],
                       "cidr": r["cidr"], "size": count_out(size, r["family"]), "used": used,
                       "percent_used": _percent(used, size)})
-        s = subnets.setdefault(r["subnet_id"], {
-            "subnet_id": r["subnet_id"], "cidr": r["cidr"], "name": r["subnet_name"],
-            "size": 0, "used": 0, "pools": 0, "family": r["family"]})
-        s["size"] += size
-        s["used"] += used
-        s["pools"] += 1
-    for s in subnets.values():
-        s["percent_used"] = _percent(s["used"], s["size"])
-        s["size"] = count_out(s["size"], s.pop("family"))
     pools.sort(key=lambda p: (-p["percent_used"], str(p["pool_id"])))
-    ordered = sorted(subnets.values(), key=lambda s: (-s["percent_used"], str(s["subnet_id"])))
-    return pools, ordered
+    return pools
+
+
+async def subnet_utilisation(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+    """Every subnet's utilisation, worst first, by the one definition the subnet and prefix
+    pages use (GET /subnets/{id}/utilisation)."""
+    return await ipam_utilisation.subnets_all(conn)
 
 
 async def leases_by_state(conn: asyncpg.Connection) -> dict[str, int]:

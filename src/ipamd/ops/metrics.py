@@ -65,7 +65,7 @@ class ApiLatency:
 
 async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any]:
     """The database part of a scrape: one crossing."""
-    pools, _subnets = await figures.utilisation(conn)
+    pools = await figures.pool_use(conn)
     return {
         "leases": await figures.leases_by_state(conn),
         "pools": pools[:POOL_SERIES_MAX],

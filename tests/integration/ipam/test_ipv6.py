@@ -240,6 +240,11 @@ async def test_next_free_and_utilisation_of_a_64(operator, viewer, db):
     dash = (await viewer.get("/dashboard")).json()
     shown = [item for item in dash["pools"] if item["pool_id"] == pool["id"]]
     assert shown and shown[0]["size"] == str(2**64 - 0x102 - 1) and shown[0]["used"] == 2
+    # Its subnet's utilisation there is the subnet page's, counts as decimal strings.
+    u = (await viewer.get(f"/subnets/{sid}/utilisation")).json()
+    shown_s = [item for item in dash["subnets"] if item["subnet_id"] == sid]
+    assert [(x["size"], x["used"], x["percent_used"]) for x in shown_s] == [
+        (u["size"], u["used"], u["percent_used"])] == [(str(size), 5, 0.0)]
 
 
 async def test_as_of_map_of_a_64_is_paged(operator, viewer, db):

@@ -36,6 +36,12 @@ async def test_subnet_pool_and_prefix_utilisation(operator, viewer, db):
         254, 14, 1, 1, 12)
     assert u["excluded"] == 19 and u["free"] == 254 - 14 - 19
     assert u["pools"] == 1 and u["pool_size"] == 100 and u["percent_used"] == 5.51
+    # One utilisation everywhere: the dashboard shows the subnet page's figure (not pool use).
+    dash = (await viewer.get("/dashboard")).json()
+    shown = [item for item in dash["subnets"] if item["subnet_id"] == sid]
+    assert [(x["size"], x["used"], x["percent_used"]) for x in shown] == [(254, 14, 5.51)]
+    pool_row = [item for item in dash["pools"] if item["pool_id"] == pool["id"]]
+    assert [(x["size"], x["used"]) for x in pool_row] == [(90, 12)]  # pool use: live leases
 
     pu = (await viewer.get(f"/pools/{pool['id']}/utilisation")).json()
     assert (pu["size"], pu["used"], pu["excluded"], pu["free"]) == (100, 12, 10, 78)

@@ -107,13 +107,14 @@ function drawDashboard(view, d) {
       fmtTime(a.opened_at), a.rule, badge(a.severity, a.severity === "critical" ? "failed" : "retrying"), alertSubject(a, nodeIds)]))
     : h("p", { class: "muted" }, "No open alerts. ", link("#/alerts", "History"))));
 
-  // /dashboard's subnet figure is its pools' use (docs/console.md: which utilisation is which).
-  view.append(section("Pool use by subnet (worst first)", d.subnets.length
-    ? table("Subnets by the use of their pools, worst first", ["Subnet", "Name", "Used in pools", "Pool addresses", "Pool use"], d.subnets.map((s) => [
+  // One utilisation everywhere: a subnet's, as its page shows it; pools show pool use
+  // (docs/console.md: which figure is which).
+  view.append(section("Subnet utilisation (worst first)", d.subnets.length
+    ? table("Subnets by utilisation, worst first", ["Subnet", "Name", "Used", "Assignable", "Utilisation"], d.subnets.map((s) => [
       link(`#/subnets/${s.subnet_id}`, s.cidr), s.name, String(s.used), String(s.size), bar(s.percent_used, s.cidr)]))
-    : h("p", { class: "muted" }, "No pools yet. ", link("#/prefixes", "Create a prefix, its subnets and pools."))));
+    : h("p", { class: "muted" }, "No subnets yet. ", link("#/prefixes", "Create a prefix, its subnets and pools."))));
   if (d.pools.length) {
-    view.append(section("Pools (worst first)", table("Pools, worst-utilised first", ["Pool", "Subnet", "Used", "Size", "Utilisation"],
+    view.append(section("Pool use (worst first)", table("Pools by use, worst first", ["Pool", "Subnet", "Leased", "Size", "Pool use"],
       d.pools.map((p) => [p.name, link(`#/subnets/${p.subnet_id}`, p.cidr), String(p.used), String(p.size), bar(p.percent_used, `pool ${p.name}`)]))));
   }
   view.append(section("DHCP by node", d.dhcp.length
