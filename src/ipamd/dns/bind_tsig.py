@@ -153,10 +153,9 @@ class BindTsig:
         msg.present(name, c.dhcid)  # only what this client owns (RFC 4703 §5.5)
         msg.delete(name, dns.rdata.from_text(dns.rdataclass.IN,
                                              dns.rdatatype.from_text(c.rtype), c.ip))
-        msg.delete(name, dns.rdatatype.DHCID)
         rcode = await send(server, msg, timeout)
         if rcode == dns.rcode.NOERROR:
-            forward = f"{c.rtype} + DHCID removed"
+            forward = await self._dhcid_remove(server, key, c, timeout)
         elif rcode in (dns.rcode.NXRRSET, dns.rcode.NXDOMAIN):
             forward = "name not this client's (or gone): left alone"
         else:
@@ -172,6 +171,23 @@ class BindTsig:
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXRRSET, dns.rcode.NXDOMAIN):
             raise _fail(rcode, f"removing the PTR of {c.ip}")
         return Answer(f"NOERROR: {forward}; PTR removed")
+
+    async def _dhcid_remove(self, server: Server, key: dns.tsig.Key, c: LeaseChange,
+                            timeout: float) -> str:
+        """RFC 4703 §5.5's second update: the DHCID goes with the name's last address
+        record only (a dual-stack client's A and AAAA share one DHCID, RFC 4701 §3.3)."""
+        name = _name(c.name)
+        msg = self._update(c.zone, key)
+        msg.present(name, c.dhcid)
+        msg.absent(name, dns.rdatatype.A)
+        msg.absent(name, dns.rdatatype.AAAA)
+        msg.delete(name, dns.rdatatype.DHCID)
+        rcode = await send(server, msg, timeout)
+        if rcode == dns.rcode.NOERROR:
+            return f"{c.rtype} + DHCID removed"
+        if rcode in (dns.rcode.YXRRSET, dns.rcode.NXRRSET, dns.rcode.NXDOMAIN):
+            return f"{c.rtype} removed; DHCID kept (the name holds the client's other addresses)"
+        raise _fail(rcode, f"removing the DHCID of {c.name} (its {c.rtype} is removed)")
 
     async def _static(self, server: Server, key: dns.tsig.Key, c: StaticChange,
                       timeout: float) -> Answer:

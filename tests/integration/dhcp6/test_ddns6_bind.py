@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import socket
 from collections.abc import Iterator
 from ipaddress import IPv6Address
 from pathlib import Path
@@ -21,9 +22,11 @@ import trio
 from ipamd import runtime
 from ipamd.core import dnswire
 from ipamd.db.bridge import Database
+from ipamd.dhcp import options as o
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.codec import Message
 from ipamd.dhcp6.options import ClientFqdn, IaNa
+from tests.integration.dhcp.harness import RELAY_IP, Relay
 from tests.integration.dhcp6.harness import (
     Relay6,
     client_duid,
@@ -32,10 +35,18 @@ from tests.integration.dhcp6.harness import (
     relay_socket,
     seed_v6,
 )
-from tests.integration.dns.ddns import FAST_OUTBOX, ZONE, dig, dns_row
+from tests.integration.dns.ddns import (
+    REVERSE,
+    ZONE,
+    appliance_config,
+    ddns_subnet,
+    dig,
+    dns_row,
+)
 from tests.integration.ipam.helpers import created
 from tests.support.bind import KEY_NAME, Bind, need_bind
 from tests.support.waiting import until
+from tests.unit.dhcp.packets import mac_bytes, request
 
 SECRET_ENV = "IPAMD_TEST_TSIG6"
 REVERSE6 = "1.0.0.0.7.7.0.0.8.b.d.0.1.0.0.2.ip6.arpa"  # 2001:db8:77:1::/64
@@ -50,14 +61,16 @@ async def seeded(db: Database) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def config_overrides(seeded: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {"dhcp6": dhcp6_section(), "outbox": FAST_OUTBOX}
+async def config_overrides(seeded: dict[str, Any],
+                           relay_sock: socket.socket) -> dict[str, dict[str, Any]]:
+    # DHCPv4 too, behind its loopback relay: a dual-stack client's A and AAAA.
+    return {**appliance_config(relay_sock), "dhcp6": dhcp6_section()}
 
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[Bind]:
     need_bind()
-    server = Bind(tmp_path / "bind", [ZONE, REVERSE6])
+    server = Bind(tmp_path / "bind", [ZONE, REVERSE, REVERSE6])
     server.start()
     os.environ[SECRET_ENV] = server.secret
     try:
@@ -88,14 +101,15 @@ def _address(reply: Message | None) -> IPv6Address:
     return ia.addresses[0].address
 
 
-async def test_v6_ddns_against_bind(appliance: runtime.Running, relay6: Relay6,
-                                    operator: httpx.AsyncClient, viewer: httpx.AsyncClient,
-                                    admin: httpx.AsyncClient, seeded: dict[str, Any],
-                                    bind: Bind) -> None:
-    server = created(await admin.post("/dns-servers", json={
+async def _bind_server(admin: httpx.AsyncClient, bind: Bind) -> dict[str, Any]:
+    return created(await admin.post("/dns-servers", json={
         "name": "bind", "adapter": "bind_tsig", "address": "127.0.0.1", "port": bind.port,
         "tsig_key_name": KEY_NAME, "secret_ref": f"env:{SECRET_ENV}"}))
-    for zone in (ZONE, REVERSE6):
+
+
+async def _v6_ddns(appliance: runtime.Running, operator: httpx.AsyncClient,
+                   seeded: dict[str, Any], server: dict[str, Any], zones: tuple[str, ...]) -> None:
+    for zone in zones:
         created(await operator.post("/dns-zones", json={"name": zone, "server_id": server["id"]}))
     patched = await operator.patch(f"/subnets/{seeded['subnet_id']}", json={
         "ddns_adapter": "bind_tsig", "ddns_server_id": server["id"], "ddns_zone": ZONE,
@@ -109,6 +123,16 @@ async def test_v6_ddns_against_bind(appliance: runtime.Running, relay6: Relay6,
         return link is not None and link.ddns_zone == ZONE
 
     await until(ddns_link, "the DHCPv6 plan took the subnet's DDNS zone")
+
+
+async def test_v6_ddns_against_bind(appliance: runtime.Running, relay6: Relay6,
+                                    operator: httpx.AsyncClient, viewer: httpx.AsyncClient,
+                                    admin: httpx.AsyncClient, seeded: dict[str, Any],
+                                    bind: Bind) -> None:
+    server = await _bind_server(admin, bind)
+    await _v6_ddns(appliance, operator, seeded, server, (ZONE, REVERSE6))
+    dhcp6 = appliance.state.dhcp6
+    assert dhcp6 is not None
     name = f"laptop.{ZONE}"
     address = _address(await relay6.exchange(_fqdn_solicit(0x70, 7, "laptop")))
     row = await dns_row(viewer, "lease.granted", name, {"delivered"})
@@ -132,3 +156,56 @@ async def test_v6_ddns_against_bind(appliance: runtime.Running, relay6: Relay6,
     await dns_row(viewer, "lease.released", name, {"delivered"})
     await dig(bind, name, "AAAA", [])
     await dig(bind, address.reverse_pointer, "PTR", [])
+
+
+async def _v4_exchange(relay: Relay, mtype: int, extra: dict[int, bytes], xid: int | None = None,
+                       **fields: Any) -> Any:
+    return await relay.exchange(request(mtype, mac_bytes(900_009), xid=xid, giaddr=RELAY_IP,
+                                        extra=extra, **fields), timeout=0.5)
+
+
+async def test_a_dual_stack_client_keeps_its_dhcid_until_its_last_address_goes(
+        appliance: runtime.Running, relay6: Relay6, relay_sock: socket.socket,
+        operator: httpx.AsyncClient, viewer: httpx.AsyncClient, admin: httpx.AsyncClient,
+        seeded: dict[str, Any], bind: Bind) -> None:
+    """An RFC 4361 DHCPv4 client and the DHCPv6 client of the same DUID are one DHCID
+    (RFC 4701 §3.3): its AAAA joins its A under one name, and releasing one address keeps the
+    DHCID for the other (RFC 4703 §5.5); the last release removes it."""
+    server = await _bind_server(admin, bind)
+    await ddns_subnet(operator, server["id"], "bind_tsig")  # ZONE, REVERSE, 127.77.0.0/16
+    await _v6_ddns(appliance, operator, seeded, server, (REVERSE6,))
+    dhcp6 = appliance.state.dhcp6
+    assert dhcp6 is not None
+    duid = client_duid(9)
+    extra = {o.HOSTNAME: b"dual", o.CLIENT_ID: b"\xff" + (1).to_bytes(4, "big") + duid.raw}
+    relay = Relay(trio.socket.from_stdlib_socket(relay_sock), appliance.state.dhcp.addresses[0])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay.run)
+        offer = None
+        for _ in range(20):  # the DHCPv4 plan reloads on NOTIFY after the API's changes
+            offer = await _v4_exchange(relay, o.DISCOVER, extra)
+            if offer is not None:
+                break
+        assert offer is not None and offer.message_type == o.OFFER
+        ip4 = o.ip_to_str(offer.yiaddr)
+        ack = await _v4_exchange(relay, o.REQUEST, extra, xid=offer.xid,
+                                 server_id="127.0.0.1", requested=ip4)
+        assert ack is not None and ack.message_type == o.ACK
+        name = f"dual.{ZONE}"
+        await dig(bind, name, "A", [ip4])
+
+        address = _address(await relay6.exchange(_fqdn_solicit(0x80, 9, "dual")))
+        await dig(bind, name, "AAAA", [str(address)])
+        assert bind.dig(name, "A") == [ip4] and len(bind.dig(name, "DHCID")) == 1
+
+        release = message(p.RELEASE, 0x81, duid, server=dhcp6.server_duid, na=[str(address)])
+        assert (await relay6.exchange(release)) is not None
+        await dns_row(viewer, "lease.released", name, {"delivered"})
+        await dig(bind, name, "AAAA", [])
+        assert bind.dig(name, "A") == [ip4] and len(bind.dig(name, "DHCID")) == 1
+
+        await relay.send(request(o.RELEASE, mac_bytes(900_009), giaddr=RELAY_IP, ciaddr=ip4,
+                                 server_id="127.0.0.1", extra=extra))
+        await dig(bind, name, "A", [])
+        await dig(bind, name, "DHCID", [])
+        nursery.cancel_scope.cancel()
