@@ -257,12 +257,14 @@ class HistoryConfig(Section):
 
 
 class OpsConfig(Section):
-    """Node heartbeats and the alert evaluator (ops room)."""
+    """Node heartbeats, the alert evaluator and the pool use sampler (ops room)."""
 
     enabled: bool = True
     heartbeat_seconds: float = Field(default=10.0, gt=0, le=3600)
     node_down_seconds: float = Field(default=60.0, gt=0)
     alert_interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+    pool_sample_seconds: float = Field(default=60.0, ge=1, le=3600)
+    pool_sample_retention_days: int = Field(default=7, ge=1, le=366)
 
     @model_validator(mode="after")
     def _down_outlives_heartbeat(self) -> OpsConfig:

@@ -10,6 +10,7 @@ import httpx
 from playwright.sync_api import expect
 
 from ipamd import runtime
+from ipamd.ops import pool_samples
 from tests.browser.conftest import XSS_HOSTNAME
 from tests.browser.harness import BrowserThread, Visit, shot
 
@@ -18,11 +19,17 @@ async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dic
                                          browser: BrowserThread, base: str,
                                          admin: httpx.AsyncClient) -> None:
     sid = plan["subnet"]["id"]
+    # The sampler's first sample (at start) came before the plan; one now, as the next would.
+    assert await appliance.state.db.transaction(pool_samples.sample, 60.0, 7) == 1
 
     def drive(v: Visit) -> None:
         page = v.page
         v.go("#/")
         expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+        use = page.locator("section", has=page.get_by_role("heading", name="Pool use (last hour)"))
+        expect(use.get_by_role("img", name=re.compile(
+            r"^Pool use over the last hour: dyn \(127\.77\.0\.0.24\) 3\.92% now"))).to_be_visible()
+        expect(use.locator("polyline")).to_have_count(1)
         leases = page.locator("section", has=page.get_by_role("heading", name="Leases by state"))
         expect(leases.locator("dt", has_text="active").locator("xpath=following-sibling::dd[1]")).to_have_text("2")
         worst = page.locator("section", has=page.get_by_role("heading", name="Subnet utilisation (worst first)"))

@@ -1,4 +1,5 @@
-"""The ops service: this node's registration and heartbeat, and the alert evaluator.
+"""The ops service: this node's registration and heartbeat, the alert evaluator, and the
+pool use sampler (ops/pool_samples.py).
 
 Every node heartbeats; every node also evaluates the alert rules, but the evaluation takes a
 transaction-scoped advisory lock, so two nodes never judge the same moment twice.
@@ -17,7 +18,7 @@ import trio
 
 from ipamd import __version__
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
-from ipamd.ops import alerts, nodes
+from ipamd.ops import alerts, nodes, pool_samples
 from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.ops")
@@ -83,16 +84,21 @@ async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
     config = state.config.ops
     heart = Heartbeat(state)
     evaluator = alerts.Evaluator(state)
+    sampler = pool_samples.Sampler(state)
     task_status.started()
     await heart.beat()  # registers (after started(), so "ops" shows as running)
     try:
-        next_eval = trio.current_time()
+        next_eval = next_sample = trio.current_time()
         while True:
             now = trio.current_time()
             if now >= next_eval:
                 await evaluator.tick()
                 next_eval = now + config.alert_interval_seconds
-            await trio.sleep(min(config.heartbeat_seconds, max(next_eval - now, 0.05)))
+            if now >= next_sample:
+                await sampler.tick()
+                next_sample = now + config.pool_sample_seconds
+            due = min(next_eval, next_sample)
+            await trio.sleep(min(config.heartbeat_seconds, max(due - now, 0.05)))
             await heart.beat()
     finally:
         await heart.stop()

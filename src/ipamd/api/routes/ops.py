@@ -6,14 +6,14 @@ import datetime as dt
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
 from quart import Response
 
 from ipamd.api import paging
-from ipamd.api.router import Body, Reply, RequestContext, Router
+from ipamd.api.router import Body, Query, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.schemas import Page
-from ipamd.ops import alerts, dashboard, metrics, nodes, service
+from ipamd.ops import alerts, dashboard, metrics, nodes, pool_samples, service
 from ipamd.state import AppState
 
 router = Router("operations")
@@ -142,6 +142,50 @@ async def get_dashboard(ctx: RequestContext) -> dict[str, Any]:
             else {service.node_name(ctx.state): await _dhcp_counters(ctx.state)})
     return await ctx.run(dashboard.build, config.license.tier, config.license.max_managed_ips,
                          config.ops.node_down_seconds, live)
+
+
+class PoolUseQuery(Query):
+    since: AwareDatetime | None = Field(
+        default=None, description="ISO 8601 with a zone; the last hour when left out")
+
+    @field_validator("since")
+    @classmethod
+    def _in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        # 0001-01-01T00:00+14:00 is a valid string but no UTC moment Python can hold.
+        try:
+            return None if value is None else value.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError("out of range once converted to UTC") from None
+
+
+class PoolUseSample(BaseModel):
+    at: dt.datetime
+    pool_id: uuid.UUID
+    name: str
+    cidr: str = Field(description="the pool's subnet")
+    used: int = Field(description="live leases in the pool")
+    size: int | str = Field(description="the pool's addresses less its excludes; IPv6: a "
+                                        "decimal string")
+    percent_used: float = Field(description="pool use, not the subnet's utilisation")
+
+
+class PoolUseOut(BaseModel):
+    since: dt.datetime
+    interval_seconds: float = Field(description="ops.pool_sample_seconds")
+    items: list[PoolUseSample] = Field(
+        description=f"oldest first, at most {pool_samples.READ_MAX}; pools deleted since are "
+                    "left out")
+
+
+@router.route("GET", "/dashboard/pool-use", role="viewer",
+              summary="Each pool's use over time, as sampled every ops.pool_sample_seconds",
+              query=PoolUseQuery, response=PoolUseOut, errors=(400, 401, 403))
+async def get_pool_use(ctx: RequestContext) -> dict[str, Any]:
+    q: PoolUseQuery = ctx.query
+    since = q.since or dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    items = await ctx.run(pool_samples.read, since)
+    return {"since": since, "interval_seconds": ctx.state.config.ops.pool_sample_seconds,
+            "items": items}
 
 
 async def _dhcp_counters(state: AppState) -> dict[str, Any]:

@@ -52,6 +52,39 @@ function grantChart(perMinute) {
     }, svg("title", {}, `${fmtTime(perMinute[i].minute)}: ${v}`))));
 }
 
+// Pool use over time (GET /dashboard/pool-use, one sample a pool every ops.pool_sample_seconds):
+// a line per pool, the POOL_LINES fullest now, 0-100 % on the y axis, the last hour on x.
+const POOL_LINES = 5;
+function poolUseChart(use) {
+  const byPool = new Map();
+  for (const x of use.items) {
+    if (!byPool.has(x.pool_id)) byPool.set(x.pool_id, []);
+    byPool.get(x.pool_id).push(x);
+  }
+  if (!byPool.size) return h("p", { class: "muted", "data-testid": "pool-use-empty" }, `No samples yet: one is taken every ${use.interval_seconds} s.`);
+  const shown = [...byPool.values()].sort((a, b) => b[b.length - 1].percent_used - a[a.length - 1].percent_used).slice(0, POOL_LINES);
+  const width = 300;
+  const height = 60;
+  const start = Date.parse(use.since);
+  const span = Math.max(1, Date.now() - start);
+  const x = (at) => Math.max(0, Math.min(width, (width * (Date.parse(at) - start)) / span)).toFixed(2);
+  const y = (p) => (height - (height * Math.min(100, p)) / 100).toFixed(2);
+  const label = "Pool use over the last hour: " + shown.map((rows) =>
+    `${rows[0].name} (${rows[0].cidr}) ${rows[rows.length - 1].percent_used}% now, peak ${Math.max(...rows.map((r) => r.percent_used))}%`).join("; ");
+  return h("div", {},
+    svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label, preserveAspectRatio: "none", "data-testid": "pool-use-chart" },
+      svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, class: "chart-axis" }),
+      ...shown.map((rows, i) => svg("polyline", {
+        class: `chart-line chart-line-${i}`, fill: "none",
+        // One sample so far: a level line from it to now, so it is seen.
+        points: [...rows.map((r) => `${x(r.at)},${y(r.percent_used)}`),
+          ...(rows.length === 1 ? [`${width},${y(rows[0].percent_used)}`] : [])].join(" "),
+      }, svg("title", {}, `${rows[0].name}: ${rows[rows.length - 1].percent_used}%`)))),
+    h("ul", { class: "chart-legend" }, shown.map((rows, i) => h("li", {},
+      h("span", { class: `chart-key chart-line-${i}`, "aria-hidden": "true" }),
+      `${rows[0].name} ${rows[rows.length - 1].percent_used}%`))));
+}
+
 const REFRESH_MS = 5000;
 
 // The dashboard redraws itself from GET /dashboard every few seconds while it is shown.
@@ -61,14 +94,16 @@ export async function dashboard(view, { isCurrent } = {}) {
   const body = h("div", { class: "dashboard-body" });
   view.append(status, body);
   let failures = 0;
+  // The pool use chart's samples beside the dashboard; its failure leaves the rest drawn.
+  const load = () => Promise.all([get("/dashboard"), get("/dashboard/pool-use").catch((e) => e)]);
   const tick = async () => {
     if (!view.isConnected || (isCurrent && !isCurrent())) return;  // another page: stop
     if (!document.hidden) {
       try {
-        const d = await get("/dashboard");
+        const [d, use] = await load();
         if (!view.isConnected) return;
         const next = h("div", { class: "dashboard-body" });
-        drawDashboard(next, d);
+        drawDashboard(next, d, use);
         body.replaceChildren(...next.childNodes);
         status.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every ${REFRESH_MS / 1000} s.`;
         failures = 0;
@@ -79,12 +114,12 @@ export async function dashboard(view, { isCurrent } = {}) {
     }
     setTimeout(tick, REFRESH_MS * Math.min(6, 1 + failures));
   };
-  try { drawDashboard(body, await get("/dashboard")); } catch (e) { body.append(errorBox(e)); }
+  try { drawDashboard(body, ...await load()); } catch (e) { body.append(errorBox(e)); }
   status.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every ${REFRESH_MS / 1000} s.`;
   setTimeout(tick, REFRESH_MS);
 }
 
-function drawDashboard(view, d) {
+function drawDashboard(view, d, use) {
   const grid = h("div", { class: "cards" });
   view.append(grid);
   const l = d.license;
@@ -99,6 +134,7 @@ function drawDashboard(view, d) {
   grid.append(section("Grants (last hour)", h("p", { class: "big", "data-testid": "grants" }, String(sum(grants))),
     grantChart(d.grants_per_minute),
     h("p", { class: "muted" }, `last minute ${grants[grants.length - 1] ?? 0}; busiest minute ${Math.max(0, ...grants)}`)));
+  grid.append(section("Pool use (last hour)", use instanceof Error ? errorBox(use) : poolUseChart(use)));
 
   const open = d.alerts.items;
   const nodeIds = new Map(d.nodes.items.map((n) => [n.name, n.id]));
