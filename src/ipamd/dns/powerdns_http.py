@@ -77,10 +77,17 @@ class PowerDnsHttp:
         if [r["content"] for r in sets.get("DHCID", [])] == [ours]:
             rest = [r["content"] for r in sets.get(c.rtype, []) if r["content"] != c.ip]
             ttl = c.ttl
-            await api.patch(c.zone, [
-                _replace(c.name, c.rtype, ttl, rest) if rest else _delete(c.name, c.rtype),
-                _delete(c.name, "DHCID")])
-            forward = f"{c.rtype} + DHCID removed"
+            changes = [_replace(c.name, c.rtype, ttl, rest) if rest else _delete(c.name, c.rtype)]
+            # RFC 4703 §5.5: the DHCID goes with the name's last address record (a dual-stack
+            # client's A and AAAA share it, RFC 4701 §3.3).
+            other = "AAAA" if c.rtype == "A" else "A"
+            if rest or sets.get(other):
+                forward = f"{c.rtype} removed; DHCID kept (the name holds the client's other " \
+                          "addresses)"
+            else:
+                changes.append(_delete(c.name, "DHCID"))
+                forward = f"{c.rtype} + DHCID removed"
+            await api.patch(c.zone, changes)
         else:
             forward = "name not this client's (or gone): left alone"
         if c.reverse_zone:

@@ -1,7 +1,8 @@
 """DDNS for DHCPv6 through the outbox against a real BIND 9 (RFC 2136 + TSIG): a grant with a
 Client FQDN option → AAAA, ip6.arpa PTR and a DHCID made from the DUID (RFC 4701 §3.3, type
 2); another DUID asking for the same name gets its address, not the name (RFC 4703); a
-Release removes the records."""
+Release removes the records. A dual-stack client (RFC 4361, one DUID) against BIND and a
+real PowerDNS: A and AAAA under one name and one DHCID, kept until the last address goes."""
 
 from __future__ import annotations
 
@@ -45,10 +46,11 @@ from tests.integration.dns.ddns import (
 )
 from tests.integration.ipam.helpers import created
 from tests.support.bind import KEY_NAME, Bind, need_bind
+from tests.support.pdns import PowerDns, need_pdns
 from tests.support.waiting import until
 from tests.unit.dhcp.packets import mac_bytes, request
 
-SECRET_ENV = "IPAMD_TEST_TSIG6"
+SECRET_ENV, PDNS_KEY_ENV = "IPAMD_TEST_TSIG6", "IPAMD_TEST_PDNS6_KEY"
 REVERSE6 = "1.0.0.0.7.7.0.0.8.b.d.0.1.0.0.2.ip6.arpa"  # 2001:db8:77:1::/64
 
 
@@ -73,6 +75,20 @@ def bind(tmp_path: Path) -> Iterator[Bind]:
     server = Bind(tmp_path / "bind", [ZONE, REVERSE, REVERSE6])
     server.start()
     os.environ[SECRET_ENV] = server.secret
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pdns(tmp_path: Path) -> Iterator[PowerDns]:
+    need_pdns()
+    server = PowerDns(tmp_path / "pdns")
+    server.start()
+    for zone in (ZONE, REVERSE, REVERSE6):
+        server.create_zone(zone)
+    os.environ[PDNS_KEY_ENV] = server.key
     try:
         yield server
     finally:
@@ -112,7 +128,7 @@ async def _v6_ddns(appliance: runtime.Running, operator: httpx.AsyncClient,
     for zone in zones:
         created(await operator.post("/dns-zones", json={"name": zone, "server_id": server["id"]}))
     patched = await operator.patch(f"/subnets/{seeded['subnet_id']}", json={
-        "ddns_adapter": "bind_tsig", "ddns_server_id": server["id"], "ddns_zone": ZONE,
+        "ddns_adapter": server["adapter"], "ddns_server_id": server["id"], "ddns_zone": ZONE,
         "ddns_reverse_zone": REVERSE6, "ddns_ttl": 120})
     assert patched.status_code == 200, patched.text
     dhcp6 = appliance.state.dhcp6
@@ -164,15 +180,13 @@ async def _v4_exchange(relay: Relay, mtype: int, extra: dict[int, bytes], xid: i
                                         extra=extra, **fields), timeout=0.5)
 
 
-async def test_a_dual_stack_client_keeps_its_dhcid_until_its_last_address_goes(
-        appliance: runtime.Running, relay6: Relay6, relay_sock: socket.socket,
-        operator: httpx.AsyncClient, viewer: httpx.AsyncClient, admin: httpx.AsyncClient,
-        seeded: dict[str, Any], bind: Bind) -> None:
+async def _dual_stack(appliance: runtime.Running, relay6: Relay6, relay_sock: socket.socket,
+                      operator: httpx.AsyncClient, viewer: httpx.AsyncClient,
+                      seeded: dict[str, Any], server: dict[str, Any], dns: Any) -> None:
     """An RFC 4361 DHCPv4 client and the DHCPv6 client of the same DUID are one DHCID
     (RFC 4701 §3.3): its AAAA joins its A under one name, and releasing one address keeps the
     DHCID for the other (RFC 4703 §5.5); the last release removes it."""
-    server = await _bind_server(admin, bind)
-    await ddns_subnet(operator, server["id"], "bind_tsig")  # ZONE, REVERSE, 127.77.0.0/16
+    await ddns_subnet(operator, server["id"], server["adapter"])  # ZONE, REVERSE, a v4 subnet
     await _v6_ddns(appliance, operator, seeded, server, (REVERSE6,))
     dhcp6 = appliance.state.dhcp6
     assert dhcp6 is not None
@@ -192,20 +206,41 @@ async def test_a_dual_stack_client_keeps_its_dhcid_until_its_last_address_goes(
                                  server_id="127.0.0.1", requested=ip4)
         assert ack is not None and ack.message_type == o.ACK
         name = f"dual.{ZONE}"
-        await dig(bind, name, "A", [ip4])
+        await dig(dns, name, "A", [ip4])
 
         address = _address(await relay6.exchange(_fqdn_solicit(0x80, 9, "dual")))
-        await dig(bind, name, "AAAA", [str(address)])
-        assert bind.dig(name, "A") == [ip4] and len(bind.dig(name, "DHCID")) == 1
+        await dig(dns, name, "AAAA", [str(address)])
+        await dig(dns, address.reverse_pointer, "PTR", [f"{name}."])
+        assert dns.dig(name, "A") == [ip4] and len(dns.dig(name, "DHCID")) == 1
 
         release = message(p.RELEASE, 0x81, duid, server=dhcp6.server_duid, na=[str(address)])
         assert (await relay6.exchange(release)) is not None
         await dns_row(viewer, "lease.released", name, {"delivered"})
-        await dig(bind, name, "AAAA", [])
-        assert bind.dig(name, "A") == [ip4] and len(bind.dig(name, "DHCID")) == 1
+        await dig(dns, name, "AAAA", [])
+        await dig(dns, address.reverse_pointer, "PTR", [])
+        assert dns.dig(name, "A") == [ip4] and len(dns.dig(name, "DHCID")) == 1
 
         await relay.send(request(o.RELEASE, mac_bytes(900_009), giaddr=RELAY_IP, ciaddr=ip4,
                                  server_id="127.0.0.1", extra=extra))
-        await dig(bind, name, "A", [])
-        await dig(bind, name, "DHCID", [])
+        await dig(dns, name, "A", [])
+        await dig(dns, name, "DHCID", [])
         nursery.cancel_scope.cancel()
+
+
+async def test_a_dual_stack_client_keeps_its_dhcid_until_its_last_address_goes(
+        appliance: runtime.Running, relay6: Relay6, relay_sock: socket.socket,
+        operator: httpx.AsyncClient, viewer: httpx.AsyncClient, admin: httpx.AsyncClient,
+        seeded: dict[str, Any], bind: Bind) -> None:
+    server = await _bind_server(admin, bind)
+    await _dual_stack(appliance, relay6, relay_sock, operator, viewer, seeded, server, bind)
+
+
+async def test_dual_stack_against_powerdns(
+        appliance: runtime.Running, relay6: Relay6, relay_sock: socket.socket,
+        operator: httpx.AsyncClient, viewer: httpx.AsyncClient, admin: httpx.AsyncClient,
+        seeded: dict[str, Any], pdns: PowerDns) -> None:
+    """The same through PowerDNS's HTTP API (powerdns_http): AAAA, ip6.arpa PTR, one DHCID."""
+    server = created(await admin.post("/dns-servers", json={
+        "name": "pdns", "adapter": "powerdns_http", "api_url": pdns.api,
+        "secret_ref": f"env:{PDNS_KEY_ENV}"}))
+    await _dual_stack(appliance, relay6, relay_sock, operator, viewer, seeded, server, pdns)
