@@ -38,3 +38,15 @@ export function optionLabel(code) {
   const name = optionName(code);
   return name ? `${code} — ${name}` : String(code);
 }
+
+// DHCPv6 option names (RFC 8415 numbers; other meanings than DHCPv4's: 23 is the IP TTL there).
+const NAMES6 = {
+  17: "vendor-specific information", 23: "DNS recursive name servers (RFC 3646)",
+  24: "domain search list (RFC 3646)", 56: "NTP server (RFC 5908)", 59: "boot file URL (RFC 5970)",
+};
+
+// "23 — DNS recursive name servers (RFC 3646)" for a DHCPv6 option.
+export function optionLabel6(code) {
+  const name = NAMES6[Number(code)];
+  return name ? `${code} — ${name}` : String(code);
+}

@@ -4,7 +4,7 @@ import { clear, h } from "./dom.js";
 import { crudSection } from "./crud.js";
 import { dnsRoutes, pickerOf } from "./dns.js";
 import { addressMap } from "./map.js";
-import { optionLabel } from "./optnames.js";
+import { optionLabel, optionLabel6 } from "./optnames.js";
 import * as opsPages from "./ops.js";
 import {
   badge, bar, confirmDialog, downloadCsv, errorBox, fmtTime, form, link, notice, pagedTable, plural, secretBox, section,
@@ -35,11 +35,11 @@ const subnetFields = [
   { name: "cidr", label: "CIDR", required: true, placeholder: "10.1.2.0/24" },
   { name: "name", label: "Name" },
   { name: "description", label: "Description" },
-  { name: "gateway", label: "Gateway", nullable: true },
+  { name: "gateway", label: "Gateway", nullable: true, v4: true },
   { name: "lease_time_seconds", label: "Lease time (seconds)", type: "number" },
   { name: "dhcp_enabled", label: "DHCP enabled", type: "checkbox", default: true },
-  { name: "next_server", label: "PXE next server", nullable: true },
-  { name: "boot_file", label: "PXE boot file", nullable: true },
+  { name: "next_server", label: "PXE next server", nullable: true, v4: true },
+  { name: "boot_file", label: "PXE boot file", nullable: true, v4: true },
   { name: "ntp_servers", label: "NTP servers (comma separated)", type: "list" },
   { name: "ddns_adapter", label: "DDNS adapter", type: "select", options: ["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"], default: "none" },
   { name: "ddns_zone", label: "DDNS forward zone", nullable: true },
@@ -64,7 +64,12 @@ async function loadDdnsPickers() {
   };
   return servers;
 }
-const subnetFormFields = () => subnetFields.map((f) => (ddnsPickers[f.name] === null || !ddnsPickers[f.name]
+// An IPv6 subnet has no gateway and no PXE fields (docs/api-ipam.md, "IPv6"): the API refuses them.
+const isV6 = (cidr) => String(cidr || "").includes(":");
+const familyFields = (v6) => subnetFields.filter((f) => !(v6 && f.v4));
+const V6_NOTE = "IPv6: no gateway — hosts learn their default routers from Router Advertisements (RFC 4861); "
+  + "no PXE next server or boot file — give the boot file URL as DHCPv6 option 59 (RFC 5970) under Options.";
+const subnetFormFields = (v6 = false) => familyFields(v6).map((f) => (ddnsPickers[f.name] === null || !ddnsPickers[f.name]
   ? f : ddnsPickers[f.name].type === "select" ? ddnsPickers[f.name] : { ...f, ...ddnsPickers[f.name] }));
 
 function subnetList(prefix) {
@@ -87,7 +92,7 @@ function subnetList(prefix) {
       type: "button", class: "button small",
       onclick: () => {
         clear(panel).append(form({
-          title: `New subnet in ${prefix.cidr}`, fields: [...subnetFormFields(), tenantField], submitLabel: "Create subnet",
+          title: `New subnet in ${prefix.cidr}`, fields: [...subnetFormFields(isV6(prefix.cidr)), tenantField], submitLabel: "Create subnet",
           onSubmit: async (values) => { const s = await post("/subnets", { ...values, prefix_id: prefix.id }); location.hash = `#/subnets/${s.id}`; },
           onCancel: () => clear(panel),
         }));
@@ -143,15 +148,30 @@ const OPTION_KINDS = [
   ["43", "43 — vendor specific (hex) + vendor class"], ["other", "other code (JSON payload)"],
 ];
 
-function optionForm(subnetId, onDone, onCancel) {
+// DHCPv6 options (RFC 8415 numbers): the five the API takes (docs/api-ipam.md, "Options").
+const OPTION6_KINDS = ["23", "24", "56", "59", "17"].map((c) => [`v6-${c}`, optionLabel6(c)]);
+
+function optionForm(subnetId, onDone, onCancel, kinds = OPTION_KINDS) {
   const slot = h("div");
   const kindId = "opt-kind";
-  const kind = h("select", { id: kindId }, OPTION_KINDS.map(([v, l]) => h("option", { value: v }, l)));
+  const kind = h("select", { id: kindId }, kinds.map(([v, l]) => h("option", { value: v }, l)));
   function build() {
     const k = kind.value;
     let fields;
     let toBody;
-    if (k === "6" || k === "42") {
+    if (k === "v6-23" || k === "v6-56") {
+      fields = [{ name: "addresses", label: k === "v6-23" ? "DNS server IPv6 addresses (comma separated)" : "NTP server IPv6 addresses (comma separated)", type: "list", required: true }];
+      toBody = (v) => ({ code: Number(k.slice(3)), payload: { addresses: v.addresses || [] } });
+    } else if (k === "v6-24") {
+      fields = [{ name: "domains", label: "Search domains (comma separated)", type: "list", required: true }];
+      toBody = (v) => ({ code: 24, payload: { domains: v.domains || [] } });
+    } else if (k === "v6-59") {
+      fields = [{ name: "url", label: "Boot file URL", required: true, placeholder: "tftp://[2001:db8::69]/boot.efi" }];
+      toBody = (v) => ({ code: 59, payload: { url: v.url ?? "" } });
+    } else if (k === "v6-17") {
+      fields = [{ name: "payload", label: "Payload (JSON)", type: "json", required: true, help: '{"enterprise": 4491, "suboptions": [{"code": 1, "hex": "01:02"}]}' }];
+      toBody = (v) => ({ code: 17, payload: v.payload ?? {} });
+    } else if (k === "6" || k === "42") {
       fields = [{ name: "addresses", label: k === "6" ? "DNS server addresses (comma separated)" : "NTP server addresses (comma separated)", type: "list", required: true }];
       toBody = (v) => ({ code: Number(k), payload: { addresses: v.addresses || [] } });
     } else if (k === "15") {
@@ -173,7 +193,7 @@ function optionForm(subnetId, onDone, onCancel) {
         try { await post(`/subnets/${subnetId}/options`, toBody(v)); }
         catch (error) {
           // The API names the payload; this form shows the payload as its first field.
-          if (error.status === 422 && k !== "other") {
+          if (error.status === 422 && k !== "other" && k !== "v6-17") {
             error.message = error.message.replace(/(^|; )payload(\.\w+)?:/g, `$1${fields[0].name}:`);
           }
           throw error;
@@ -194,6 +214,7 @@ function payloadText(o) {
   if (p.routes) return p.routes.map((r) => `${r.destination} via ${r.router}`).join(", ");
   if (p.hex !== undefined) return p.hex;
   if (p.value !== undefined) return String(p.value);
+  if (p.url !== undefined) return p.url;
   return JSON.stringify(p);
 }
 
@@ -214,6 +235,75 @@ async function reservationImpact(r) {
   return live ? `${r.ip} is leased now (${plural(live, "live lease")}); the lease stays until it ends.` : `${r.ip} has no live lease.`;
 }
 
+// An IPv6 subnet's reservations: a DHCPv6 client is known by its DUID (RFC 8415 §11); no MAC
+// or client id is offered (docs/api-ipam.md, "IPv6").
+const RESERVATION6 = [
+  [{ label: "IP", value: (r) => r.ip }, { label: "DUID", value: (r) => code(r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
+  [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "duid", label: "DUID", required: true, placeholder: "00:03:00:01:aa:bb:cc:dd:ee:ff" }, { name: "hostname", label: "Hostname", nullable: true }],
+  [{ name: "ip", label: "IP" }, { name: "duid", label: "DUID" }, { name: "hostname", label: "Hostname", nullable: true }],
+];
+
+// An IPv6 subnet is never drawn address by address: its ranges (exact decimal sizes are the
+// API's strings, shown as they come) and the held addresses, a page at a time, in address order.
+function addressList6(subnetId) {
+  const el = h("div");
+  let at = null;
+  const load = async (cursor) => {
+    const data = await get(`/subnets/${subnetId}/history`, { ...(at ? { at } : {}), ...(cursor ? { cursor } : {}) });
+    at = data.at;  // one moment for every page (docs/history.md)
+    const cols = data.addresses.columns;
+    return { items: data.addresses.rows.map((r) => Object.fromEntries(cols.map((c, i) => [c, r[i]]))), next_cursor: data.next_cursor };
+  };
+  let table = null;
+  const refresh = () => {
+    at = null;
+    table = pagedTable({
+      caption: "Held addresses", load, empty: "No address is leased, reserved or assigned.",
+      columns: [{ label: "IP", value: (a) => link(`#/history?ip=${a.ip}`, a.ip) }, { label: "State", value: (a) => badge(a.state) },
+        { label: "Hostname", value: (a) => dash(a.hostname) }],
+    });
+    clear(el).append(h("p", { class: "muted" }, "An IPv6 subnet is listed by its held addresses rather than drawn."), table);
+    return table.ready;
+  };
+  el.ready = refresh();
+  el.refresh = refresh;
+  return el;
+}
+
+// Delegation pools (DHCPv6 IA_PD, RFC 8415 §6.3) and, per pool, its reservations by DUID.
+function pdPoolsSection(subnetId) {
+  const reservations = (pool) => crudSection({
+    title: `Reserved prefixes of ${pool.name}`, noun: "delegated prefix reservation",
+    columns: [{ label: "Prefix", value: (r) => r.prefix }, { label: "DUID", value: (r) => code(r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
+    fields: [{ name: "prefix", label: `Delegated prefix (a /${pool.delegated_length})`, required: true },
+      { name: "duid", label: "DUID of the requesting router", required: true }, { name: "hostname", label: "Hostname", nullable: true }],
+    list: pageOf(`/pd-pools/${pool.id}/reservations`),
+    create: (v) => post(`/pd-pools/${pool.id}/reservations`, v),
+    remove: (r) => del(`/pd-reservations/${r.id}`),
+    describe: (r) => r.prefix,
+  });
+  const sec = crudSection({
+    title: "Delegation pools", noun: "delegation pool",
+    columns: [{ label: "Name", value: (p) => p.name }, { label: "Prefix", value: (p) => p.prefix },
+      { label: "Delegated length", value: (p) => `/${p.delegated_length}` }, { label: "Delegated prefixes", value: (p) => String(p.size) },
+      { label: "Reservations", value: (p) => {
+        const details = h("details", { class: "tree" }, h("summary", {}, `Reservations of ${p.name}`));
+        let loaded = false;
+        details.addEventListener("toggle", () => { if (details.open && !loaded) { loaded = true; details.append(reservations(p)); } });
+        return details;
+      } }],
+    fields: [{ name: "name", label: "Name", required: true }, { name: "prefix", label: "Prefix", required: true, placeholder: "2001:db8:100::/40" },
+      { name: "delegated_length", label: "Delegated length", type: "number", required: true, placeholder: "56" }],
+    list: pageOf(`/subnets/${subnetId}/pd-pools`),
+    create: (v) => post(`/subnets/${subnetId}/pd-pools`, v),
+    remove: (p) => del(`/pd-pools/${p.id}`),
+    describe: (p) => `${p.name} (${p.prefix})`,
+  });
+  sec.querySelector("h2").after(h("p", { class: "muted" },
+    "Prefixes delegated to requesting routers on this link (DHCPv6 prefix delegation); counts are exact."));
+  return sec;
+}
+
 async function subnetPage(view, { args }) {
   const [id] = args;
   const s = await get(`/subnets/${id}`);
@@ -228,13 +318,15 @@ async function subnetPage(view, { args }) {
   const shownValue = (f) => (f.name === "ddns_server_id" && serverName.has(s[f.name])
     ? link("#/dns", serverName.get(s[f.name])) : Array.isArray(s[f.name]) ? dash(s[f.name].join(", "))
       : typeof s[f.name] === "boolean" ? (s[f.name] ? "yes" : "no") : dash(s[f.name]));
-  const dl = h("dl", { class: "kv" }, subnetFields.map((f) => [h("dt", {}, f.label), h("dd", {}, shownValue(f))]));
+  const v6 = isV6(s.cidr);
+  if (v6) fields.append(h("p", { class: "muted", "data-testid": "v6-note" }, V6_NOTE));
+  const dl = h("dl", { class: "kv" }, familyFields(v6).map((f) => [h("dt", {}, f.label), h("dd", {}, shownValue(f))]));
   fields.append(dl);
   if (can("operator")) {
     const panel = h("div");
     fields.append(h("div", { class: "row" },
       h("button", { type: "button", class: "button small", onclick: () => {
-        clear(panel).append(form({ title: "Edit subnet", fields: subnetFormFields(), initial: s,
+        clear(panel).append(form({ title: "Edit subnet", fields: subnetFormFields(v6), initial: s,
           onSubmit: async (v) => { await patch(`/subnets/${id}`, v); window.dispatchEvent(new HashChangeEvent("hashchange")); },
           onCancel: () => clear(panel) }));
         panel.querySelector("input")?.focus();
@@ -260,7 +352,7 @@ async function subnetPage(view, { args }) {
   top.append(fields, usage);
 
   const map = section("Address map");
-  const mapView = addressMap(id, s);
+  const mapView = v6 ? addressList6(id) : addressMap(id, s);
   map.append(mapView);
   view.append(map);
 
@@ -284,11 +376,12 @@ async function subnetPage(view, { args }) {
     child("Excludes", "exclude", "excludes", "excludes",
       [{ label: "Range", value: (x) => `${x.start_ip} – ${x.end_ip}` }, { label: "Size", value: (x) => String(x.size) }],
       [{ name: "start_ip", label: "First address", required: true }, { name: "end_ip", label: "Last address", required: true }]),
-    child("Reservations", "reservation", "reservations", "reservations",
-      [{ label: "IP", value: (r) => r.ip }, { label: "MAC", value: (r) => dash(r.mac) }, { label: "Client id / DUID", value: (r) => dash(r.client_id || r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
-      [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
-      [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
-      reservationImpact),
+    v6 ? child("Reservations", "reservation", "reservations", "reservations", ...RESERVATION6, reservationImpact)
+      : child("Reservations", "reservation", "reservations", "reservations",
+        [{ label: "IP", value: (r) => r.ip }, { label: "MAC", value: (r) => dash(r.mac) }, { label: "Client id / DUID", value: (r) => dash(r.client_id || r.duid) }, { label: "Hostname", value: (r) => dash(r.hostname) }],
+        [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
+        [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true }, { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true }, { name: "hostname", label: "Hostname", nullable: true }],
+        reservationImpact),
     child("Assignments", "assignment", "assignments", "assignments",
       [{ label: "IP", value: (a) => a.ip }, { label: "Hostname", value: (a) => a.hostname }, { label: "Description", value: (a) => a.description }],
       [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "hostname", label: "Hostname", required: true }, { name: "description", label: "Description" }],
@@ -296,23 +389,26 @@ async function subnetPage(view, { args }) {
   ];
   const options = crudSection({
     title: "Options", noun: "option",
-    columns: [{ label: "Option", value: (o) => optionLabel(o.code) }, { label: "Value", value: payloadText }, { label: "Vendor class", value: (o) => dash(o.vendor_class) }],
+    columns: v6 ? [{ label: "Option", value: (o) => optionLabel6(o.code) }, { label: "Value", value: payloadText }]
+      : [{ label: "Option", value: (o) => optionLabel(o.code) }, { label: "Value", value: payloadText }, { label: "Vendor class", value: (o) => dash(o.vendor_class) }],
     fields: [],
-    editFields: [{ name: "payload", label: "Payload (JSON)", type: "json" }, { name: "vendor_class", label: "Vendor class", nullable: true }],
+    editFields: v6 ? [{ name: "payload", label: "Payload (JSON)", type: "json" }]
+      : [{ name: "payload", label: "Payload (JSON)", type: "json" }, { name: "vendor_class", label: "Vendor class", nullable: true }],
     list: pageOf(`/subnets/${id}/options`),
     update: (o, v) => patch(`/options/${o.id}`, v),
     remove: (o) => del(`/options/${o.id}`),
-    describe: (o) => optionLabel(o.code),
+    describe: (o) => (v6 ? optionLabel6(o.code) : optionLabel(o.code)),
   });
   if (can("operator")) {
     const slot = options.querySelector(".panel");
     options.querySelector("h2").after(h("div", { class: "section-tools" }, h("button", { type: "button", class: "button primary small", onclick: () => {
-      clear(slot).append(optionForm(id, async () => { await options.reload("option created."); }, () => clear(slot)));
+      clear(slot).append(optionForm(id, async () => { await options.reload("option created."); }, () => clear(slot), v6 ? OPTION6_KINDS : OPTION_KINDS));
       slot.querySelector("select")?.focus();
     } }, "New option")));
   }
-  view.append(...sections, options);
-  await Promise.all([mapView.ready, ...sections.map((x) => x.ready), options.ready]);
+  const delegation = v6 ? pdPoolsSection(id) : null;
+  view.append(...sections, options, ...(delegation ? [delegation] : []));
+  await Promise.all([mapView.ready, ...sections.map((x) => x.ready), options.ready, delegation?.ready]);
 }
 
 // ---- Leases ------------------------------------------------------------------------------
@@ -384,6 +480,11 @@ async function leases(view, { params }) {
     { label: "IP", sort: "ip", value: (l) => link(`#/history?ip=${l.ip}`, l.ip), csv: (l) => l.ip },
     { label: "State", sort: "state", value: (l) => badge(l.state), csv: (l) => l.state },
     { label: "MAC", sort: "mac", value: (l) => dash(l.mac), csv: (l) => l.mac },
+    // A DHCPv6 binding's identity and IA (docs/dhcpv6.md); a DHCPv4 lease has none of them.
+    { label: "DUID", value: (l) => (l.duid ? code(l.duid) : "—"), csv: (l) => l.duid },
+    { label: "IAID", value: (l) => dash(l.iaid), csv: (l) => l.iaid },
+    { label: "IA type", value: (l) => dash(l.ia_type), csv: (l) => l.ia_type },
+    { label: "Prefix length", value: (l) => (l.prefix_length == null ? "—" : `/${l.prefix_length}`), csv: (l) => l.prefix_length },
     { label: "Hostname", sort: "hostname", value: (l) => dash(l.hostname), csv: (l) => l.hostname },
     { label: "Subnet", value: (l) => link(`#/subnets/${l.subnet_id}`, cidrOf.get(l.subnet_id) || "subnet"), csv: (l) => cidrOf.get(l.subnet_id) || l.subnet_id },
     { label: "Expires", sort: "expires_at", value: (l) => fmtTime(l.expires_at), csv: (l) => l.expires_at },
