@@ -16,7 +16,14 @@ from ipamd.db.bridge import Database
 from ipamd.dhcp6 import protocol as p
 from tests.browser.harness import BrowserThread, Visit, shot
 from tests.browser.test_quality import axe_source, axe_violations
-from tests.integration.dhcp6.harness import Relay6, client_duid, dhcp6_section, message, relay_socket, seed_v6
+from tests.integration.dhcp6.harness import (
+    Relay6,
+    client_duid,
+    dhcp6_section,
+    message,
+    relay_socket,
+    seed_v6,
+)
 
 DUID = "00:03:00:01:02:00:00:00:66:01"
 ROUTER_DUID = "00:03:00:01:02:00:00:00:66:02"
