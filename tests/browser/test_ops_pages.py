@@ -39,7 +39,7 @@ async def test_ops_pages(appliance: runtime.Running, tokens: dict, plan: dict,
         v.go("#/")
         nodes = page.locator("section", has=page.get_by_role("heading", name="Nodes", exact=True))
         expect(nodes).to_contain_text("1 up, 0 down")
-        expect(page.locator("section", has=page.get_by_role("heading", name="Pools (worst first)"))
+        expect(page.locator("section", has=page.get_by_role("heading", name="Pool use (worst first)"))
                ).to_contain_text("dyn")
         expect(page.get_by_role("heading", name="DHCP by node")).to_be_visible()
         nav = page.get_by_role("navigation", name="Main")
