@@ -19,6 +19,7 @@ Values: addresses are ``ipaddress.IPv6Address``; domain names are tuples of raw 
 
 from __future__ import annotations
 
+import abc
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,15 +41,16 @@ INFINITY = 0xFFFFFFFF  # RFC 8415 §7.7: a lifetime or T1/T2 of all ones never e
 OptionT = TypeVar("OptionT", bound="Option")
 
 
-class Option:
+class Option(abc.ABC):
     """An option: ``code`` and ``encode()`` (the option-data; code and length are added by
-    :func:`encode_options`)."""
+    :func:`encode_options`). Abstract: every option class says how it is written."""
 
     __slots__ = ()
     code: ClassVar[int]
 
+    @abc.abstractmethod
     def encode(self) -> bytes:
-        raise NotImplementedError
+        """The option-data, without the code and length."""
 
 
 # --------------------------------------------------------------------------- framing
