@@ -19,6 +19,7 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # gcc: mypyc's C for the DHCP hot path (see compiled) and gssapi's build.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv python3-dev gcc
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
+TEST_PACKAGES += dhcpcd-base  # a second DHCPv6 client for the end-to-end tests (issue 49)
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
 TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
@@ -32,7 +33,7 @@ IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal gcc python3-dev python3-venv
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: FORCE run setup test lint bench clean compiled tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab
+.PHONY: FORCE run setup test lint bench clean compiled tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab dhcp6-kill9-lab
 
 venv: $(BIN)/.installed
 
@@ -116,6 +117,13 @@ ha-lab: venv compiled
 	$(call apt_ensure,$(LAB_PACKAGES))
 	$(BIN)/python bench/ha_lab.py run
 	$(BIN)/python bench/ha_lab.py run --kill node
+
+# kill -9 of a real `ipamd run` while 1,000 DHCPv6 clients run Solicit/Advertise/Request/Reply
+# through a relay on ::1 (CI runs the same test with 16; IPAMD_KILL9_CLIENTS sets the count);
+# prints Replies granted and bindings lost (must be 0).
+dhcp6-kill9-lab: system-test venv compiled
+	IPAMD_KILL9_CLIENTS=$${IPAMD_KILL9_CLIENTS:-1000} $(BIN)/python -m pytest -s -q \
+	  tests/integration/dhcp6/test_kill9.py
 
 # The source release: `git archive` of this commit, gzipped without name or time (dist/).
 tarball:

@@ -21,6 +21,7 @@ from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid
 from ipamd.ipam import license, subnets
 from ipamd.ipam.dberrors import guarded
+from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.ranges import count_out
 from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
 
@@ -203,11 +204,18 @@ async def update_pool(conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID,
 
 @guarded
 async def delete_pool(conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID) -> None:
-    _subnet, current = await _lock_pool(conn, pool_id)
+    subnet, current = await _lock_pool(conn, pool_id)
+    # FOR UPDATE, as a subnet's delete: a DHCPv6 grant holds its subnet FOR KEY SHARE until it
+    # commits (migration 0013), so a delegated prefix granted meanwhile is counted below.
+    await conn.execute("SELECT 1 FROM subnets WHERE id = $1 FOR UPDATE", subnet["id"])
     counts = await conn.fetchrow(
-        """SELECT (SELECT count(*) FROM pd_excludes WHERE pd_pool_id = $1) AS exclude,
-                  (SELECT count(*) FROM pd_reservations WHERE pd_pool_id = $1) AS reservation""",
-        pool_id)
+        f"""SELECT (SELECT count(*) FROM pd_excludes WHERE pd_pool_id = $1) AS exclude,
+                  (SELECT count(*) FROM pd_reservations WHERE pd_pool_id = $1) AS reservation,
+                  (SELECT count(*) FROM leases
+                    WHERE subnet_id = $2 AND ia_type = 'pd' AND ip <<= $3::cidr
+                      AND {LIVE_SQL}) AS "live lease"
+        """,
+        pool_id, subnet["id"], current["prefix"])
     if any(counts.values()):
         raise conflict(f"the delegation pool {current['prefix']} still has "
                        f"{inside_message(dict(counts))}; delete them first")

@@ -132,3 +132,26 @@ async def test_history_of_v6_bindings_names_the_ia(
     assert header.endswith(",iaid,ia_type,prefix_length")
     assert sorted(line.rsplit(",", 3)[1:] for line in lines) == \
         [["1", "na", "128"], ["1", "pd", str(prefix.prefixlen)]]
+
+
+async def test_delegation_pool_with_a_live_prefix_is_not_deleted(
+        appliance: runtime.Running, relay6: Relay6, seeded: dict[str, Any],
+        operator: httpx.AsyncClient) -> None:
+    """DELETE /pd-pools/{id} while a delegated prefix of it is live: 409, as a subnet's
+    delete with a live lease (docs/api-ipam.md); once released, the pool goes."""
+    await _bind(relay6, appliance, 5, 0x50)
+    pool = f"/pd-pools/{seeded['pd_pool_id']}"
+    refused = await operator.delete(pool)
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "conflict"
+    assert error["message"] == ("the delegation pool 2001:db8:4400::/48 still has 1 live lease; "
+                                "delete them first")
+    assert (await operator.get(pool)).status_code == 200
+    page = (await operator.get("/leases", params={"state": "active"})).json()["items"]
+    (pd,) = [item for item in page if item["ia_type"] == "pd"]
+    released = await operator.post(f"/leases/{pd['lease_id']}/release")
+    assert released.status_code == 200, released.text
+    deleted = await operator.delete(pool)
+    assert deleted.status_code == 204, deleted.text
+    assert (await operator.get(pool)).status_code == 404
