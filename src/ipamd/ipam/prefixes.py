@@ -13,7 +13,7 @@ from ipamd.core import audit
 from ipamd.core.errors import conflict
 from ipamd.core.jsonutil import dumps
 from ipamd.core.rendered import RenderedRows
-from ipamd.ipam import pd_pools
+from ipamd.ipam import pd_pools, utilisation
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import (
     one,
@@ -111,6 +111,19 @@ async def list_page(
             texts[row["id"]] = text = dumps(public(row))
             rendered.put("prefix", row["id"], row["version"], text)
     return [(row_id, texts[row_id]) for row_id in ids if row_id in texts]
+
+
+async def list_page_utilised(
+    conn: asyncpg.Connection, rendered: RenderedRows, f: Filters, after: uuid.UUID | None,
+    limit: int,
+) -> list[tuple[uuid.UUID, str]]:
+    """``list_page``, each prefix with its ``utilisation`` (GET /prefixes/{id}/utilisation's
+    object) read for the whole page in one statement and added to its rendering."""
+    page = await list_page(conn, rendered, f, after, limit)
+    figures = await utilisation.prefixes_page(conn, [row_id for row_id, _ in page])
+    # A rendering is one JSON object: the field goes in before its closing brace.
+    return [(row_id, f'{text[:-1]},"utilisation":{dumps(figures[row_id])}}}')
+            for row_id, text in page if row_id in figures]
 
 
 async def _delegation_held(conn: asyncpg.Connection, current: asyncpg.Record,

@@ -11,6 +11,7 @@ import asyncpg
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid
 from ipamd.dhcp import leasestore
+from ipamd.ipam import utilisation
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
@@ -252,6 +253,16 @@ async def list_page(
         limit + 1,
     )
     return [public(r) for r in rows]
+
+
+async def list_page_utilised(
+    conn: asyncpg.Connection, f: Filters, after: uuid.UUID | None, limit: int
+) -> list[dict[str, Any]]:
+    """``list_page``, each subnet with its ``utilisation`` (GET /subnets/{id}/utilisation's
+    object), read for the whole page at once: a list shows it in one request, not one a row."""
+    rows = await list_page(conn, f, after, limit)
+    figures = await utilisation.subnets_page(conn, [r["id"] for r in rows])
+    return [{**r, "utilisation": figures[r["id"]]} for r in rows if r["id"] in figures]
 
 
 async def _children_fit(conn: asyncpg.Connection, subnet_id: uuid.UUID,

@@ -16,7 +16,7 @@ are neither used nor free.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -108,26 +108,29 @@ async def _no_jit(conn: asyncpg.Connection) -> AsyncIterator[None]:
         yield
 
 
-def used_of(row: asyncpg.Record | dict[str, Any]) -> int:
-    """Inclusion-exclusion over reservations, assignments and live leases, plus the gateway."""
-    value = (row["r"] or 0) + (row["a"] or 0) + (row["l"] or 0) - (row["ra"] or 0) \
-        - (row["rl"] or 0) - (row["al"] or 0) + (row["ral"] or 0) + (row["g"] or 0)
-    return int(value)
+# The terms of the inclusion-exclusion above, with their signs (g: the gateway, when free).
+_TERMS = (("r", 1), ("a", 1), ("l", 1), ("ra", -1), ("rl", -1), ("al", -1), ("ral", 1), ("g", 1))
+
+
+def used_of(row: asyncpg.Record | Mapping[str, Any]) -> int:
+    """Inclusion-exclusion over reservations, assignments and live leases, plus the gateway;
+    a count missing or NULL (no row, no exclude) is 0."""
+    return int(sum(sign * (row.get(name) or 0) for name, sign in _TERMS))
 
 
 def _percent(used: int, size: int) -> float:
     return round(100.0 * used / size, 2) if size else 0.0
 
 
-async def _range(
-    conn: asyncpg.Connection, subnet_id: uuid.UUID, low: validate.IPAddress,
-    high: validate.IPAddress, gateway: validate.IPAddress | None,
+def _figures(
+    whole: asyncpg.Record | Mapping[str, Any], excludes: Mapping[str, Any], low: validate.IPAddress,
+    high: validate.IPAddress,
 ) -> dict[str, Any]:
-    async with _no_jit(conn):
-        whole, excludes = await conn.fetch(_RANGE, subnet_id, low, high, gateway)
+    """A range's figures from its counts (``whole``) and its excludes' summed counts and
+    bounds (``excludes``; empty when it has none)."""
     size = span(low, high)
     used = used_of(whole)
-    bounds = zip(excludes["los"] or (), excludes["his"] or (), strict=True)
+    bounds = zip(excludes.get("los") or (), excludes.get("his") or (), strict=True)
     excluded = sum(span(lo, hi) for lo, hi in bounds)
     excluded_unused = excluded - used_of(excludes)
     version = low.version
@@ -141,6 +144,15 @@ async def _range(
         "leased": whole["l"],
         "percent_used": _percent(used, size),
     }
+
+
+async def _range(
+    conn: asyncpg.Connection, subnet_id: uuid.UUID, low: validate.IPAddress,
+    high: validate.IPAddress, gateway: validate.IPAddress | None,
+) -> dict[str, Any]:
+    async with _no_jit(conn):
+        whole, excludes = await conn.fetch(_RANGE, subnet_id, low, high, gateway)
+    return _figures(whole, dict(excludes), low, high)
 
 
 async def subnet(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> dict[str, Any]:
@@ -166,22 +178,67 @@ FROM unnest($1::uuid[], $2::inet[], $3::inet[], $4::inet[]) AS t(id, lo, hi, gat
 """
 
 
+def _range_args(rows: Sequence[asyncpg.Record]) -> tuple[list[Any], ...]:
+    """The arrays the statements over many subnets take: ids, the first and last assignable
+    address of each (validate.host_range, as for one subnet), gateways."""
+    nets = [r["cidr"] for r in rows]
+    ranges = [validate.host_range(net) for net in nets]
+    return ([r["id"] for r in rows],
+            [validate.address_in_family(n, lo) for n, (lo, _) in zip(nets, ranges, strict=True)],
+            [validate.address_in_family(n, hi) for n, (_, hi) in zip(nets, ranges, strict=True)],
+            [r["gateway"] for r in rows])
+
+
+# Each subnet's excludes, clipped to its range, probed and summed as _RANGE does for one.
+_SUBNETS_EXCLUDED = f"""
+SELECT t.id, {_SUMS}, array_agg(ex.lo) AS los, array_agg(ex.hi) AS his
+FROM unnest($1::uuid[], $2::inet[], $3::inet[], $4::inet[]) AS t(id, lo, hi, gateway),
+     LATERAL (SELECT greatest(start_ip, t.lo) AS lo, least(end_ip, t.hi) AS hi FROM excludes
+              WHERE subnet_id = t.id AND start_ip <= t.hi AND end_ip >= t.lo) ex,
+     LATERAL ({_counts("t.id", "ex.lo", "ex.hi", "t.gateway")}) c
+GROUP BY t.id
+"""
+
+_SUBNETS_POOLS = """
+SELECT subnet_id, count(*) AS n, array_agg(start_ip) AS los, array_agg(end_ip) AS his
+FROM pools WHERE subnet_id = ANY($1::uuid[]) GROUP BY subnet_id
+"""
+
+
+async def subnets_page(
+    conn: asyncpg.Connection, subnet_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """``subnet`` for each of a list page's subnets, in three statements whatever their
+    number (GET /subnets?include=utilisation); a subnet deleted meanwhile is left out."""
+    rows = await conn.fetch("SELECT id, cidr, gateway FROM subnets WHERE id = ANY($1::uuid[])",
+                            list(subnet_ids))
+    args = _range_args(rows)
+    async with _no_jit(conn):
+        whole = {c["id"]: c for c in await conn.fetch(_SUBNETS, *args)}
+        excluded = {c["id"]: dict(c) for c in await conn.fetch(_SUBNETS_EXCLUDED, *args)}
+        pools = {p["subnet_id"]: p for p in await conn.fetch(_SUBNETS_POOLS, args[0])}
+    out = {}
+    for r, lo, hi in zip(rows, args[1], args[2], strict=True):
+        net, held = r["cidr"], pools.get(r["id"])
+        pool_size = sum(map(span, held["los"], held["his"])) if held else 0
+        out[r["id"]] = {
+            "subnet_id": r["id"], "cidr": str(net),
+            **_figures(whole[r["id"]], excluded.get(r["id"], {}), lo, hi),
+            "pools": held["n"] if held else 0, "pool_size": count_out(pool_size, net.version)}
+    return out
+
+
 async def subnets_all(conn: asyncpg.Connection) -> list[dict[str, Any]]:
     """Every subnet's utilisation as ``subnet`` defines it (used of its assignable addresses),
     worst first; the dashboard and the subnet_utilisation alert read this, so one subnet shows
     one figure everywhere (docs/operations-monitoring.md)."""
     rows = await conn.fetch("SELECT id, name, cidr, gateway FROM subnets ORDER BY id")
-    bounds = [validate.host_range(r["cidr"]) for r in rows]
-    paired = list(zip(rows, bounds, strict=True))
-    args = ([r["id"] for r in rows],
-            [validate.address_in_family(r["cidr"], lo) for r, (lo, _) in paired],
-            [validate.address_in_family(r["cidr"], hi) for r, (_, hi) in paired],
-            [r["gateway"] for r in rows])
+    args = _range_args(rows)
     async with _no_jit(conn):
         counts = {c["id"]: c for c in await conn.fetch(_SUBNETS, *args)}
     out = []
-    for r, (lo, hi) in paired:
-        size, used = hi - lo + 1, used_of(counts[r["id"]])
+    for r, lo, hi in zip(rows, args[1], args[2], strict=True):
+        size, used = span(lo, hi), used_of(counts[r["id"]])
         out.append({"subnet_id": r["id"], "cidr": str(r["cidr"]), "name": r["name"],
                     "size": count_out(size, r["cidr"].version), "used": used,
                     "percent_used": _percent(used, size)})
@@ -205,9 +262,36 @@ async def prefix(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, An
     """A prefix is a container: used = addresses its tenant's subnets cover inside it."""
     p = await one(conn, "SELECT id, tenant_id, cidr FROM prefixes WHERE id = $1", prefix_id,
                   "prefix")
-    net = p["cidr"]
     async with _no_jit(conn):
-        row = await conn.fetchrow(_PREFIX, p["tenant_id"], net)
+        (row,) = await conn.fetch(_PREFIX, p["tenant_id"], p["cidr"])  # an aggregate: one row
+    return _prefix_figures(prefix_id, p["cidr"], row)
+
+
+# ``_PREFIX`` for each of a list page's prefixes at once.
+_PREFIXES = f"""
+SELECT p.id, p.cidr, count(s.id) AS subnets,
+       coalesce(sum((2::numeric) ^ ({_BITS} - masklen(s.cidr))), 0) AS covered, {_SUMS}
+FROM prefixes p
+LEFT JOIN subnets s ON s.tenant_id = p.tenant_id AND s.cidr <<= p.cidr
+LEFT JOIN LATERAL ({_counts("s.id", _LOWEST, _HIGHEST, "s.gateway")}) c ON true
+WHERE p.id = ANY($1::uuid[])
+GROUP BY p.id
+"""
+
+
+async def prefixes_page(
+    conn: asyncpg.Connection, prefix_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """``prefix`` for each of a list page's prefixes in one statement (GET
+    /prefixes?include=utilisation); a prefix deleted meanwhile is left out."""
+    async with _no_jit(conn):
+        rows = await conn.fetch(_PREFIXES, list(prefix_ids))
+    return {r["id"]: _prefix_figures(r["id"], r["cidr"], r) for r in rows}
+
+
+def _prefix_figures(
+    prefix_id: uuid.UUID, net: validate.Network, row: asyncpg.Record,
+) -> dict[str, Any]:
     size = net.num_addresses
     covered = int(row["covered"])
     return {

@@ -106,3 +106,47 @@ async def test_utilisation_matches_brute_force(operator, viewer, db):
         assert u["free"] == 254 - len(used | excluded), seed
         assert (u["reserved"], u["assigned"], u["leased"]) == (
             len(truth["r"]), len(truth["a"]), len(truth["l"]))
+
+
+async def test_list_pages_carry_each_items_utilisation(operator, viewer, db):
+    """?include=utilisation: every item of a page holds the object its own utilisation route
+    gives, read for the whole page in one request (the console's lists)."""
+    p4 = await prefix(operator, "10.40.0.0/16")
+    p6 = await prefix(operator, "2001:db8:40::/48")
+    s1 = await subnet(operator, "10.40.1.0/24", parent="10.40.0.0/16", gateway="10.40.1.1")
+    created(await operator.post(f"/subnets/{s1['id']}/pools", json={
+        "name": "a", "start_ip": "10.40.1.100", "end_ip": "10.40.1.109"}))
+    created(await operator.post(f"/subnets/{s1['id']}/pools", json={
+        "name": "b", "start_ip": "10.40.1.120", "end_ip": "10.40.1.124"}))
+    await db.run(_random_occupancy, uuid.UUID(s1["id"]),
+                 int(ipaddress.IPv4Address("10.40.1.0")), 7)  # with excludes
+    await subnet(operator, "10.40.2.0/30", parent="10.40.0.0/16")  # nothing in it
+    s6 = await subnet(operator, "2001:db8:40:1::/64", parent="2001:db8:40::/48")
+    created(await operator.post(f"/subnets/{s6['id']}/excludes", json={
+        "start_ip": "2001:db8:40:1::10", "end_ip": "2001:db8:40:1::1f"}))
+    await db.run(insert_lease, uuid.UUID(s6["id"]), "2001:db8:40:1::5", "active",
+                 None, "00:03:00:01:02:00:00:00:00:05")
+
+    for kind, owner in (("subnets", {"prefix_id": p4["id"]}), ("subnets", {"prefix_id": p6["id"]}),
+                        ("prefixes", {})):
+        plain = (await viewer.get(f"/{kind}", params=owner)).json()["items"]
+        assert plain and all("utilisation" not in item for item in plain)
+        items, cursor = [], None
+        for _ in range(10):  # one item a page: the cursor pages as without include
+            page = (await viewer.get(f"/{kind}", params={
+                **owner, "include": "utilisation", "limit": 1,
+                **({"cursor": cursor} if cursor else {})})).json()
+            items += page["items"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert [x["id"] for x in items] == [x["id"] for x in plain]
+        for item in items:
+            alone = (await viewer.get(f"/{kind}/{item['id']}/utilisation")).json()
+            assert item.pop("utilisation") == alone, (kind, item["cidr"])
+        assert items == plain  # the rest of each item is unchanged
+
+    for kind in ("subnets", "prefixes"):  # a bad query: 400 naming the parameter
+        message = error_of(await viewer.get(f"/{kind}", params={"include": "usage"}), 400,
+                           "bad_request")
+        assert message.startswith("include:"), message

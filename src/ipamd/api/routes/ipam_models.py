@@ -175,6 +175,16 @@ class PrefixUtilisation(BaseModel):
     addresses_used: int = Field(description="used addresses inside those subnets")
 
 
+class SubnetListItem(SubnetOut):
+    utilisation: SubnetUtilisation | None = Field(
+        default=None, description="only with include=utilisation")
+
+
+class PrefixListItem(PrefixOut):
+    utilisation: PrefixUtilisation | None = Field(
+        default=None, description="only with include=utilisation")
+
+
 class NextFree(BaseModel):
     ip: str | None = Field(description="the lowest free address, or null when the subnet is full")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from quart import Response
@@ -12,7 +12,7 @@ from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.routes.ipam_fields import Cidr, CidrOrAddress, Description, Id, patch
-from ipamd.api.routes.ipam_models import PrefixOut, PrefixUtilisation
+from ipamd.api.routes.ipam_models import PrefixListItem, PrefixOut, PrefixUtilisation
 from ipamd.api.schemas import Page
 from ipamd.ipam import prefixes, utilisation
 
@@ -36,6 +36,9 @@ class PrefixQuery(paging.PageQuery):
     contains: CidrOrAddress | None = Field(
         default=None, description="prefixes that contain this CIDR or address")
     within: Cidr | None = Field(default=None, description="prefixes inside this CIDR")
+    include: Literal["utilisation"] | None = Field(
+        default=None, description="utilisation: each item with its utilisation object, read "
+                                  "for the whole page at once")
 
 
 @router.route(
@@ -49,13 +52,14 @@ async def create_prefix(ctx: RequestContext) -> Reply:
 
 @router.route(
     "GET", "/prefixes", role="viewer", summary="List prefixes",
-    query=PrefixQuery, response=Page[PrefixOut], errors=(400, 401, 403),
+    query=PrefixQuery, response=Page[PrefixListItem], errors=(400, 401, 403),
 )
 async def list_prefixes(ctx: RequestContext) -> Response:
     q: PrefixQuery = ctx.query
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
-    return await listing.by_id_rendered(ctx, prefixes.list_page, ctx.state.rendered, filters)
+    unit = prefixes.list_page_utilised if q.include == "utilisation" else prefixes.list_page
+    return await listing.by_id_rendered(ctx, unit, ctx.state.rendered, filters)
 
 
 @router.route(

@@ -23,7 +23,7 @@ from ipamd.api.routes.ipam_fields import (
     ReverseZone,
     patch,
 )
-from ipamd.api.routes.ipam_models import NextFree, SubnetOut, SubnetUtilisation
+from ipamd.api.routes.ipam_models import NextFree, SubnetListItem, SubnetOut, SubnetUtilisation
 from ipamd.api.schemas import Page
 from ipamd.ipam import nextfree, subnets, utilisation
 
@@ -85,6 +85,9 @@ class SubnetQuery(paging.PageQuery):
         default=None, description="subnets that contain this address or CIDR")
     within: CidrOrAddress | None = Field(default=None, description="subnets inside this CIDR")
     dhcp_enabled: bool | None = None
+    include: Literal["utilisation"] | None = Field(
+        default=None, description="utilisation: each item with its utilisation object, read "
+                                  "for the whole page at once")
 
 
 @router.route(
@@ -98,7 +101,7 @@ async def create_subnet(ctx: RequestContext) -> Reply:
 
 @router.route(
     "GET", "/subnets", role="viewer", summary="List subnets",
-    query=SubnetQuery, response=Page[SubnetOut], errors=(400, 401, 403),
+    query=SubnetQuery, response=Page[SubnetListItem], errors=(400, 401, 403),
 )
 async def list_subnets(ctx: RequestContext) -> dict[str, Any]:
     q: SubnetQuery = ctx.query
@@ -106,7 +109,8 @@ async def list_subnets(ctx: RequestContext) -> dict[str, Any]:
         tenant_id=q.tenant_id, prefix_id=q.prefix_id, cidr=q.cidr, contains=q.contains,
         within=q.within, dhcp_enabled=q.dhcp_enabled,
     )
-    return await listing.by_id(ctx, subnets.list_page, filters)
+    unit = subnets.list_page_utilised if q.include == "utilisation" else subnets.list_page
+    return await listing.by_id(ctx, unit, filters)
 
 
 @router.route(
