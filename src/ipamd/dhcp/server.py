@@ -228,9 +228,11 @@ class DhcpServer:
     def forget(self, ended: Iterable[tuple[uuid.UUID, uuid.UUID, Any]]) -> None:
         """Leases ended outside the DHCP path (expiry, API force-release): (id, subnet, event)."""
         for lease_id, subnet_id, event in ended:
-            self.cache.drop(lease_id)
+            known = self.cache.drop(lease_id) is not None
             self.env.picker.freed(subnet_id)
-            if event:
+            # One lease table: ended DHCPv6 bindings come here too, the DHCPv6 server's to
+            # count (an IPv6 subnet is never in this plan).
+            if event and (known or subnet_id in self.env.plan.subnets):
                 self.counters.leases[event] += 1
 
     async def _resync_loop(self) -> None:
