@@ -24,12 +24,9 @@ Per message type:
   (no addresses, no link) → no answer (§18.3.3).
 * Information-request → Reply with the options asked for (§18.3.6).
 
-Which address: the client's reservation; else the address it holds for that IA; else its
-hint if in a pool; else pools probed at positions hashed from (DUID, IAID, attempt), so a
-Solicit and the Request after it land on the same address without holding it in between,
-and a /64 pool is never enumerated (small pools are scanned whole when probing finds
-nothing). Prefixes alike, from delegation pools. Excluded addresses and those reserved
-for another DUID are never picked.
+Which address or prefix, and how Renew/Rebind extend bindings: ``assign``. The decision's
+vocabulary (``Decision``, ``LeaseChange``, ``ChangeKind``, the per-message ``Tx``):
+``decision``.
 
 Options: those the client asks for in its Option Request (§21.7) that its link carries,
 in the client's order. Client classes (``classify``) open the pools kept for them: a
@@ -44,40 +41,34 @@ Reconfigure.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from ipaddress import IPv6Address, IPv6Network
-from typing import TypeVar
+from collections.abc import Callable, Iterable
 
 from ipamd.core import dnsname, dnswire
 from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.assign import assign_all, extend_na, extend_pd
 from ipamd.dhcp6.classify import NO_CLASSES
 from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.decision import ChangeKind as ChangeKind
+from ipamd.dhcp6.decision import Decision as Decision
+from ipamd.dhcp6.decision import LeaseChange as LeaseChange
+from ipamd.dhcp6.decision import Tx
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.options import (
     ClientFqdn,
     ClientId,
-    IaAddress,
     IaNa,
     IaPd,
-    IaPrefix,
     Option,
     RapidCommit,
     RawOption,
     ServerId,
     StatusCode,
 )
-from ipamd.dhcp6.plan import Binding, Bindings, IaType, Link
+from ipamd.dhcp6.plan import Bindings, IaType, Link
 from ipamd.dhcp6.validate import DROP_REASONS as VALIDATION_DROPS
 from ipamd.dhcp6.validate import validate
 
-MAX_PROBES = 64  # hashed positions tried per pool before giving up on it (or scanning it)
-SCAN_LIMIT = 4096  # pools (or delegation pools) this small are scanned whole after probing
 MAX_IAS = 16  # IA_NA plus IA_PD per message: clients send one or two; more is an attack
-MAX_RETIRED = 8  # addresses/prefixes per IA handed back with lifetimes 0 in one reply
-T = TypeVar("T")
 
 DROP_REASONS = VALIDATION_DROPS | {
     "no_link",  # the relay's link-address (or the interface) names no IPv6 subnet
@@ -86,63 +77,6 @@ DROP_REASONS = VALIDATION_DROPS | {
     "duplicate_iaid",  # two IAs of one type with one IAID (RFC 8415 §12: unique per type)
 }
 
-
-class ChangeKind(Enum):
-    GRANT = "grant"  # a new binding (the lease store inserts it)
-    RENEW = "renew"  # the client's binding, lifetimes extended
-    RELEASE = "release"
-    DECLINE = "decline"  # probation before the address is handed out again
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseChange:
-    """One binding's change for the lease store; ``prefix_length`` is 128 for an address."""
-
-    kind: ChangeKind
-    ia_type: IaType
-    duid: Duid
-    iaid: int
-    address: IPv6Address
-    prefix_length: int
-    subnet_id: str
-    preferred: int = 0
-    valid: int = 0
-    fqdn: str | None = None  # the name registered in DNS for this address (RFC 4704)
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What to do with one message: a drop, or a reply sent after ``changes`` commit."""
-
-    reply: Message | None = None
-    changes: tuple[LeaseChange, ...] = ()
-    drop: str | None = None
-
-
-@dataclass(slots=True)
-class _Tx:
-    """One message's way through the decision."""
-
-    message: Message
-    duid: Duid
-    link: Link
-    bindings: Bindings
-    server_duid: Duid
-    now: float
-    classes: frozenset[str] = NO_CLASSES  # the client's classes (dhcp6.classify)
-    fqdn: str | None = None  # the name this server registers for the client's addresses
-    commit: bool = True
-    taken: set[tuple[int, int]] = field(default_factory=set)  # picked in this reply
-    changes: list[LeaseChange] = field(default_factory=list)
-
-    def change(self, kind: ChangeKind, ia_type: IaType, iaid: int, address: IPv6Address,
-               length: int, live: bool = True) -> None:
-        lifetimes = self.link.lifetimes
-        preferred, valid = (lifetimes.preferred, lifetimes.valid) if live else (0, 0)
-        # Only addresses get a name (AAAA + PTR); a delegated prefix is a router's.
-        name = self.fqdn if live and ia_type is IaType.NA else None
-        self.changes.append(LeaseChange(kind, ia_type, self.duid, iaid, address, length,
-                                        self.link.subnet_id, preferred, valid, name))
 
 
 def decide(message: Message, link: Link | None, bindings: Bindings, server_duid: Duid,
@@ -163,7 +97,7 @@ def decide(message: Message, link: Link | None, bindings: Bindings, server_duid:
         return Decision(drop="too_many_ias")
     if _repeats(ia.iaid for ia in ia_nas) or _repeats(ia.iaid for ia in ia_pds):
         return Decision(drop="duplicate_iaid")
-    tx = _Tx(message, duid, link, bindings, server_duid, now, classes)
+    tx = Tx(message, duid, link, bindings, server_duid, now, classes)
     tx.fqdn = _registered_name(message, link)
     return _HANDLERS[message.msg_type](tx)
 
@@ -188,7 +122,7 @@ def fqdn_flags(client_flags: int, updates: bool) -> int:
     return flags
 
 
-def _fqdn_answer(tx: _Tx) -> list[Option]:
+def _fqdn_answer(tx: Tx) -> list[Option]:
     """RFC 4704 §6: the option goes back only when the client sent it and asked for it in
     its Option Request; its name is the one registered (else the client's, echoed)."""
     asked = tx.message.first(ClientFqdn)
@@ -211,41 +145,41 @@ def _repeats(iaids: Iterable[int]) -> bool:
 # --------------------------------------------------------------------------- messages
 
 
-def _solicit(tx: _Tx) -> Decision:
+def _solicit(tx: Tx) -> Decision:
     tx.commit = tx.message.rapid_commit and tx.link.rapid_commit
     body: list[Option] = [RapidCommit()] if tx.commit else []
-    body += _assign_all(tx)
+    body += assign_all(tx)
     if not tx.commit:
         return Decision(_reply(tx, p.ADVERTISE, body))
     return Decision(_reply(tx, p.REPLY, body), tuple(tx.changes))
 
 
-def _request(tx: _Tx) -> Decision:
-    return Decision(_reply(tx, p.REPLY, _assign_all(tx)), tuple(tx.changes))
+def _request(tx: Tx) -> Decision:
+    return Decision(_reply(tx, p.REPLY, assign_all(tx)), tuple(tx.changes))
 
 
-def _renew(tx: _Tx) -> Decision:
-    body: list[Option] = [_extend_na(tx, ia, rebind=False) for ia in tx.message.ia_nas]
-    body += [_extend_pd(tx, ia, rebind=False) for ia in tx.message.ia_pds]
+def _renew(tx: Tx) -> Decision:
+    body: list[Option] = [extend_na(tx, ia, rebind=False) for ia in tx.message.ia_nas]
+    body += [extend_pd(tx, ia, rebind=False) for ia in tx.message.ia_pds]
     return Decision(_reply(tx, p.REPLY, body), tuple(tx.changes))
 
 
-def _rebind(tx: _Tx) -> Decision:
-    body: list[Option] = [_extend_na(tx, ia, rebind=True) for ia in tx.message.ia_nas]
-    body += [_extend_pd(tx, ia, rebind=True) for ia in tx.message.ia_pds]
+def _rebind(tx: Tx) -> Decision:
+    body: list[Option] = [extend_na(tx, ia, rebind=True) for ia in tx.message.ia_nas]
+    body += [extend_pd(tx, ia, rebind=True) for ia in tx.message.ia_pds]
     return Decision(_reply(tx, p.REPLY, body), tuple(tx.changes))
 
 
-def _release(tx: _Tx) -> Decision:
+def _release(tx: Tx) -> Decision:
     return _end(tx, ChangeKind.RELEASE, with_prefixes=True)
 
 
-def _decline(tx: _Tx) -> Decision:
+def _decline(tx: Tx) -> Decision:
     # §18.3.8: Decline is about addresses found in use on the link; IA_PDs are not declined.
     return _end(tx, ChangeKind.DECLINE, with_prefixes=False)
 
 
-def _confirm(tx: _Tx) -> Decision:
+def _confirm(tx: Tx) -> Decision:
     addresses = [a.address for ia in tx.message.ia_nas for a in ia.addresses]
     if not addresses:
         return Decision(drop="nothing_to_confirm")
@@ -263,7 +197,7 @@ def _information_request(message: Message, link: Link | None, server_duid: Duid)
     return Decision(Message(p.REPLY, message.transaction_id, body))
 
 
-_HANDLERS: dict[int, Callable[[_Tx], Decision]] = {
+_HANDLERS: dict[int, Callable[[Tx], Decision]] = {
     p.SOLICIT: _solicit,
     p.REQUEST: _request,
     p.RENEW: _renew,
@@ -274,7 +208,7 @@ _HANDLERS: dict[int, Callable[[_Tx], Decision]] = {
 }
 
 
-def _reply(tx: _Tx, msg_type: int, body: list[Option], with_options: bool = True) -> Message:
+def _reply(tx: Tx, msg_type: int, body: list[Option], with_options: bool = True) -> Message:
     options: list[Option] = [ServerId(tx.server_duid), ClientId(tx.duid), *body]
     if with_options:
         options += _fqdn_answer(tx)
@@ -296,195 +230,8 @@ def _requested(message: Message, link: Link | None) -> list[Option]:
     return out
 
 
-# --------------------------------------------------------------------------- assigning
 
-
-def _assign_all(tx: _Tx) -> list[Option]:
-    body: list[Option] = [_assign_na(tx, ia) for ia in tx.message.ia_nas]
-    body += [_assign_pd(tx, ia) for ia in tx.message.ia_pds]
-    return body
-
-
-def _assign_na(tx: _Tx, ia: IaNa) -> IaNa:
-    bound = tx.bindings.of(tx.duid, ia.iaid, IaType.NA, tx.now)
-    address = _pick_address(tx, ia, bound)
-    if address is None:
-        return IaNa(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_ADDRS_AVAIL, "no addresses available"),))
-    tx.taken.add((int(address), 128))
-    lifetimes = tx.link.lifetimes
-    held = {b.address for b in bound}
-    if tx.commit:
-        kind = ChangeKind.RENEW if address in held else ChangeKind.GRANT
-        tx.change(kind, IaType.NA, ia.iaid, address, 128)
-    t1, t2 = lifetimes.timers()
-    given: list[Option] = [IaAddress(address, lifetimes.preferred, lifetimes.valid)]
-    if tx.commit:  # what else the client listed or held is not its to use (lifetimes 0)
-        others = {a.address for a in ia.addresses} | held
-        retired = sorted(others - {address})[:MAX_RETIRED]
-        given += [IaAddress(other, 0, 0) for other in retired]
-    return IaNa(ia.iaid, t1, t2, tuple(given))
-
-
-def _assign_pd(tx: _Tx, ia: IaPd) -> IaPd:
-    bound = tx.bindings.of(tx.duid, ia.iaid, IaType.PD, tx.now)
-    prefix = _pick_prefix(tx, ia, bound)
-    if prefix is None:
-        return IaPd(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_PREFIX_AVAIL, "no prefixes available"),))
-    tx.taken.add((int(prefix.network_address), prefix.prefixlen))
-    lifetimes = tx.link.lifetimes
-    held = {b.prefix for b in bound}
-    if tx.commit:
-        kind = ChangeKind.RENEW if prefix in held else ChangeKind.GRANT
-        tx.change(kind, IaType.PD, ia.iaid, prefix.network_address, prefix.prefixlen)
-    t1, t2 = lifetimes.timers()
-    given: list[Option] = [IaPrefix(lifetimes.preferred, lifetimes.valid, prefix.prefixlen,
-                                    prefix.network_address)]
-    if tx.commit:
-        given += [IaPrefix(0, 0, old.prefixlen, old.network_address)
-                  for old in sorted(held - {prefix})[:MAX_RETIRED]]
-    return IaPd(ia.iaid, t1, t2, tuple(given))
-
-
-def _pick_address(tx: _Tx, ia: IaNa, bound: Sequence[Binding]) -> IPv6Address | None:
-    link, duid = tx.link, tx.duid
-    reservation = link.reservation(duid)
-    if reservation is not None and reservation.address is not None \
-            and _free(tx, ia.iaid, IaType.NA, reservation.address, 128):
-        return reservation.address
-    for binding in bound:
-        if binding.address in link.network and _assignable(tx, ia.iaid, binding.address):
-            return binding.address
-    for hint in ia.addresses:
-        if link.in_pool(hint.address, tx.classes) and _assignable(tx, ia.iaid, hint.address):
-            return hint.address
-    for pool in link.pools_for(tx.classes):
-        found = _probe(tx, ia.iaid, pool.size, pool.nth,
-                       lambda a: _assignable(tx, ia.iaid, a))
-        if found is not None:
-            return found
-    return None
-
-
-def _pick_prefix(tx: _Tx, ia: IaPd, bound: Sequence[Binding]) -> IPv6Network | None:
-    link, duid = tx.link, tx.duid
-    reservation = link.reservation(duid)
-    if reservation is not None and reservation.prefix is not None \
-            and _prefix_free(tx, ia.iaid, reservation.prefix):
-        return reservation.prefix
-    for binding in bound:
-        if link.pd_pool_of(binding.prefix) and _prefix_assignable(tx, ia.iaid, binding.prefix):
-            return binding.prefix
-    for hint in ia.prefixes:
-        if int(hint.prefix) and link.pd_pool_of(hint.network) \
-                and _prefix_assignable(tx, ia.iaid, hint.network):
-            return hint.network
-    for pool in link.pd_pools:
-        found = _probe(tx, ia.iaid, pool.count, pool.nth,
-                       lambda n: _prefix_assignable(tx, ia.iaid, n))
-        if found is not None:
-            return found
-    return None
-
-
-def _probe(tx: _Tx, iaid: int, size: int, nth: Callable[[int], T],
-           ok: Callable[[T], bool]) -> T | None:
-    for attempt in range(MAX_PROBES):
-        candidate = nth(_position(tx.duid, iaid, attempt) % size)
-        if ok(candidate):
-            return candidate
-    if size <= SCAN_LIMIT:
-        for index in range(size):
-            candidate = nth(index)
-            if ok(candidate):
-                return candidate
-    return None
-
-
-def _position(duid: Duid, iaid: int, attempt: int) -> int:
-    """A stable pseudo-random position for this client's IA (the same in every process:
-    Python's ``hash`` is salted per process, BLAKE2 is not)."""
-    key = duid.raw + iaid.to_bytes(4, "big") + attempt.to_bytes(2, "big")
-    return int.from_bytes(hashlib.blake2b(key, digest_size=16).digest(), "big")
-
-
-def _mine(tx: _Tx, iaid: int, ia_type: IaType, holder: Binding) -> bool:
-    return (holder.duid == tx.duid and holder.iaid == iaid and holder.ia_type == ia_type
-            and holder.state == "active")
-
-
-def _free(tx: _Tx, iaid: int, ia_type: IaType, address: IPv6Address, length: int) -> bool:
-    """Nobody else holds it (and this reply has not given it to another IA)."""
-    if (int(address), length) in tx.taken:
-        return False
-    holder = tx.bindings.holder(address, length, tx.now)
-    return holder is None or _mine(tx, iaid, ia_type, holder)
-
-
-def _assignable(tx: _Tx, iaid: int, address: IPv6Address) -> bool:
-    link = tx.link
-    return (not link.excluded(address) and not link.reserved_for_another(address, tx.duid)
-            and not link.kept_from(address, tx.classes)
-            and _free(tx, iaid, IaType.NA, address, 128))
-
-
-def _prefix_free(tx: _Tx, iaid: int, prefix: IPv6Network) -> bool:
-    return _free(tx, iaid, IaType.PD, prefix.network_address, prefix.prefixlen)
-
-
-def _prefix_assignable(tx: _Tx, iaid: int, prefix: IPv6Network) -> bool:
-    return (not tx.link.prefix_excluded(prefix)
-            and not tx.link.prefix_reserved_for_another(prefix, tx.duid)
-            and _prefix_free(tx, iaid, prefix))
-
-
-# --------------------------------------------------------------------------- extending, ending
-
-
-def _extend_na(tx: _Tx, ia: IaNa, *, rebind: bool) -> IaNa:
-    network = tx.link.network
-    bound = [b for b in tx.bindings.of(tx.duid, ia.iaid, IaType.NA, tx.now)
-             if b.address in network]
-    listed = [a.address for a in ia.addresses]
-    if not bound:
-        if rebind and listed and not any(a in network for a in listed):
-            return IaNa(ia.iaid, 0, 0, tuple(IaAddress(a, 0, 0) for a in listed[:MAX_RETIRED]))
-        return IaNa(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_BINDING, "no binding for this IA"),))
-    lifetimes = tx.link.lifetimes
-    given: list[Option] = []
-    for binding in bound:
-        tx.change(ChangeKind.RENEW, IaType.NA, ia.iaid, binding.address, 128)
-        given.append(IaAddress(binding.address, lifetimes.preferred, lifetimes.valid))
-    held = {b.address for b in bound}
-    given += [IaAddress(a, 0, 0) for a in listed if a not in held][:MAX_RETIRED]
-    t1, t2 = lifetimes.timers()
-    return IaNa(ia.iaid, t1, t2, tuple(given))
-
-
-def _extend_pd(tx: _Tx, ia: IaPd, *, rebind: bool) -> IaPd:
-    link = tx.link
-    reserved = link.reservation(tx.duid)
-    bound = [b for b in tx.bindings.of(tx.duid, ia.iaid, IaType.PD, tx.now)
-             if link.pd_pool_of(b.prefix) or (reserved is not None and reserved.prefix == b.prefix)]
-    listed = [hint.network for hint in ia.prefixes if int(hint.prefix)]
-    if not bound:
-        if rebind and listed and not any(link.pd_pool_of(n) for n in listed):
-            return IaPd(ia.iaid, 0, 0, tuple(IaPrefix(0, 0, n.prefixlen, n.network_address)
-                                             for n in listed[:MAX_RETIRED]))
-        return IaPd(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_BINDING, "no binding for this IA"),))
-    lifetimes = tx.link.lifetimes
-    given: list[Option] = []
-    for binding in bound:
-        tx.change(ChangeKind.RENEW, IaType.PD, ia.iaid, binding.address, binding.prefix_length)
-        given.append(IaPrefix(lifetimes.preferred, lifetimes.valid, binding.prefix_length,
-                              binding.address))
-    held = {b.prefix for b in bound}
-    given += [IaPrefix(0, 0, n.prefixlen, n.network_address)
-              for n in listed if n not in held][:MAX_RETIRED]
-    t1, t2 = lifetimes.timers()
-    return IaPd(ia.iaid, t1, t2, tuple(given))
-
-
-def _end(tx: _Tx, kind: ChangeKind, *, with_prefixes: bool) -> Decision:
+def _end(tx: Tx, kind: ChangeKind, *, with_prefixes: bool) -> Decision:
     """Release or Decline: end each listed binding of the client; NoBinding per IA that has
     none of them; Success on the whole (§18.3.7, §18.3.8)."""
     body: list[Option] = []

@@ -1,0 +1,75 @@
+r"""What the DHCPv6 decision produces, and one message's way through it (``engine``, ``assign``).
+
+A :class:`Decision` is a reply (or a drop reason) and the :class:`LeaseChange`\ s the lease
+store must commit before the reply is sent; :class:`Tx` carries one client message through
+the decision, collecting those changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from ipaddress import IPv6Address
+
+from ipamd.dhcp6.classify import NO_CLASSES
+from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.duid import Duid
+from ipamd.dhcp6.plan import Bindings, IaType, Link
+
+
+class ChangeKind(Enum):
+    GRANT = "grant"  # a new binding (the lease store inserts it)
+    RENEW = "renew"  # the client's binding, lifetimes extended
+    RELEASE = "release"
+    DECLINE = "decline"  # probation before the address is handed out again
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseChange:
+    """One binding's change for the lease store; ``prefix_length`` is 128 for an address."""
+
+    kind: ChangeKind
+    ia_type: IaType
+    duid: Duid
+    iaid: int
+    address: IPv6Address
+    prefix_length: int
+    subnet_id: str
+    preferred: int = 0
+    valid: int = 0
+    fqdn: str | None = None  # the name registered in DNS for this address (RFC 4704)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do with one message: a drop, or a reply sent after ``changes`` commit."""
+
+    reply: Message | None = None
+    changes: tuple[LeaseChange, ...] = ()
+    drop: str | None = None
+
+
+@dataclass(slots=True)
+class Tx:
+    """One message's way through the decision."""
+
+    message: Message
+    duid: Duid
+    link: Link
+    bindings: Bindings
+    server_duid: Duid
+    now: float
+    classes: frozenset[str] = NO_CLASSES  # the client's classes (dhcp6.classify)
+    fqdn: str | None = None  # the name this server registers for the client's addresses
+    commit: bool = True
+    taken: set[tuple[int, int]] = field(default_factory=set)  # picked in this reply
+    changes: list[LeaseChange] = field(default_factory=list)
+
+    def change(self, kind: ChangeKind, ia_type: IaType, iaid: int, address: IPv6Address,
+               length: int, live: bool = True) -> None:
+        lifetimes = self.link.lifetimes
+        preferred, valid = (lifetimes.preferred, lifetimes.valid) if live else (0, 0)
+        # Only addresses get a name (AAAA + PTR); a delegated prefix is a router's.
+        name = self.fqdn if live and ia_type is IaType.NA else None
+        self.changes.append(LeaseChange(kind, ia_type, self.duid, iaid, address, length,
+                                        self.link.subnet_id, preferred, valid, name))

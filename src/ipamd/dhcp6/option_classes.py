@@ -1,0 +1,408 @@
+"""The DHCPv6 options (RFC 8415 §21 and the RFCs named below): one small class per option.
+
+Every class is a frozen dataclass (equal when its fields are) with a ``code`` and
+``encode()`` (its data, without code and length; ``option_framing``). Decoding them from
+the wire is ``option_decoders``'; values: addresses are ``ipaddress.IPv6Address``, domain
+names tuples of raw labels (``core.dnswire``), DUIDs ``duid.Duid``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv6Address, IPv6Network
+from typing import ClassVar
+
+from ipamd.core import dnswire
+from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.duid import Duid
+from ipamd.dhcp6.option_framing import (
+    HEADER,
+    IA_HEAD,
+    IAADDR_HEAD,
+    IAPREFIX_HEAD,
+    Option,
+    encode_options,
+    every,
+    first,
+    split,
+)
+from ipamd.dhcp6.protocol import Malformed
+
+
+@dataclass(frozen=True, slots=True)
+class DuidOption(Option):
+    """An option whose data is a DUID (Client or Server Identifier)."""
+
+    duid: Duid
+
+    def encode(self) -> bytes:
+        return self.duid.raw
+
+
+@dataclass(frozen=True, slots=True)
+class ClientId(DuidOption):
+    """Client Identifier (RFC 8415 §21.2)."""
+
+    code: ClassVar[int] = p.OPTION_CLIENTID
+
+
+@dataclass(frozen=True, slots=True)
+class ServerId(DuidOption):
+    """Server Identifier (RFC 8415 §21.3)."""
+
+    code: ClassVar[int] = p.OPTION_SERVERID
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCode(Option):
+    """Status Code (RFC 8415 §21.13): a code and a UTF-8 message for people."""
+
+    code: ClassVar[int] = p.OPTION_STATUS_CODE
+    status: int
+    message: str = ""
+
+    def encode(self) -> bytes:
+        return self.status.to_bytes(2, "big") + self.message.encode("utf-8")
+
+    @property
+    def name(self) -> str:
+        return p.STATUS_NAMES.get(self.status, str(self.status))
+
+
+class Nested(Option):
+    """An option that carries options of its own: an IA, an IA Address or an IA Prefix."""
+
+    __slots__ = ()
+    options: tuple[Option, ...]
+
+    @property
+    def status(self) -> StatusCode | None:
+        return first(self.options, StatusCode)
+
+
+@dataclass(frozen=True, slots=True)
+class IaAddress(Nested):
+    """IA Address (RFC 8415 §21.6), inside an IA_NA."""
+
+    code: ClassVar[int] = p.OPTION_IAADDR
+    address: IPv6Address
+    preferred: int
+    valid: int
+    options: tuple[Option, ...] = ()
+
+    def encode(self) -> bytes:
+        head = IAADDR_HEAD.pack(self.address.packed, self.preferred, self.valid)
+        return head + encode_options(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class IaPrefix(Nested):
+    """IA Prefix (RFC 8415 §21.22), inside an IA_PD."""
+
+    code: ClassVar[int] = p.OPTION_IAPREFIX
+    preferred: int
+    valid: int
+    prefix_length: int
+    prefix: IPv6Address
+    options: tuple[Option, ...] = ()
+
+    def encode(self) -> bytes:
+        head = IAPREFIX_HEAD.pack(self.preferred, self.valid, self.prefix_length,
+                                  self.prefix.packed)
+        return head + encode_options(self.options)
+
+    @property
+    def network(self) -> IPv6Network:
+        """The prefix as a network (host bits a client sent as a hint are cleared)."""
+        return IPv6Network((self.prefix, self.prefix_length), strict=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Ia(Nested):
+    """An IA_NA or IA_PD: the same framing, IAID, T1, T2 and options (§21.4, §21.21)."""
+
+    iaid: int
+    t1: int
+    t2: int
+    options: tuple[Option, ...] = ()
+
+    def encode(self) -> bytes:
+        return IA_HEAD.pack(self.iaid, self.t1, self.t2) + encode_options(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class IaNa(Ia):
+    """Identity Association for Non-temporary Addresses (RFC 8415 §21.4)."""
+
+    code: ClassVar[int] = p.OPTION_IA_NA
+
+    @property
+    def addresses(self) -> list[IaAddress]:
+        return every(self.options, IaAddress)
+
+
+@dataclass(frozen=True, slots=True)
+class IaPd(Ia):
+    """Identity Association for Prefix Delegation (RFC 8415 §21.21)."""
+
+    code: ClassVar[int] = p.OPTION_IA_PD
+
+    @property
+    def prefixes(self) -> list[IaPrefix]:
+        return every(self.options, IaPrefix)
+
+
+@dataclass(frozen=True, slots=True)
+class OptionRequest(Option):
+    """Option Request (RFC 8415 §21.7): the codes a client asks for, in its order."""
+
+    code: ClassVar[int] = p.OPTION_ORO
+    codes: tuple[int, ...]
+
+    def encode(self) -> bytes:
+        return b"".join(c.to_bytes(2, "big") for c in self.codes)
+
+
+@dataclass(frozen=True, slots=True)
+class Preference(Option):
+    """Preference (RFC 8415 §21.8): 0..255; 255 makes a client take this Advertise at once."""
+
+    code: ClassVar[int] = p.OPTION_PREFERENCE
+    value: int
+
+    def encode(self) -> bytes:
+        return bytes((self.value,))
+
+
+@dataclass(frozen=True, slots=True)
+class ElapsedTime(Option):
+    """Elapsed Time (RFC 8415 §21.9), in hundredths of a second; 0xffff is "longer"."""
+
+    code: ClassVar[int] = p.OPTION_ELAPSED_TIME
+    hundredths: int
+
+    def encode(self) -> bytes:
+        return self.hundredths.to_bytes(2, "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Flag(Option):
+    """An option with no data: its presence is what it says."""
+
+    def encode(self) -> bytes:
+        return b""
+
+
+@dataclass(frozen=True, slots=True)
+class RapidCommit(Flag):
+    """Rapid Commit (RFC 8415 §21.14): no data."""
+
+    code: ClassVar[int] = p.OPTION_RAPID_COMMIT
+
+
+@dataclass(frozen=True, slots=True)
+class ReconfigureAccept(Flag):
+    """Reconfigure Accept (RFC 8415 §21.20): no data."""
+
+    code: ClassVar[int] = p.OPTION_RECONF_ACCEPT
+
+
+@dataclass(frozen=True, slots=True)
+class UserClass(Option):
+    """User Class (RFC 8415 §21.15): opaque items, each with a 2-octet length."""
+
+    code: ClassVar[int] = p.OPTION_USER_CLASS
+    items: tuple[bytes, ...]
+
+    def encode(self) -> bytes:
+        return items_data(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class VendorClass(Option):
+    """Vendor Class (RFC 8415 §21.16): an enterprise number and opaque items."""
+
+    code: ClassVar[int] = p.OPTION_VENDOR_CLASS
+    enterprise: int
+    items: tuple[bytes, ...]
+
+    def encode(self) -> bytes:
+        return self.enterprise.to_bytes(4, "big") + items_data(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class VendorOpts(Option):
+    """Vendor-specific Information (RFC 8415 §21.17): an enterprise number and data.
+
+    §21.17 recommends sub-options shaped as options; not every vendor follows it, so the
+    data is kept as sent and :meth:`suboptions` reads it as such when asked."""
+
+    code: ClassVar[int] = p.OPTION_VENDOR_OPTS
+    enterprise: int
+    data: bytes
+
+    def encode(self) -> bytes:
+        return self.enterprise.to_bytes(4, "big") + self.data
+
+    def suboptions(self) -> list[tuple[int, bytes]]:
+        try:
+            return split(self.data)
+        except Malformed as error:
+            raise Malformed("bad_vendor_opts", error.detail) from None
+
+    @classmethod
+    def of(cls, enterprise: int, suboptions: Sequence[tuple[int, bytes]]) -> VendorOpts:
+        data = b"".join(HEADER.pack(c, len(v)) + v for c, v in suboptions)
+        return cls(enterprise, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque(Option):
+    """An option whose data is kept as octets, as sent."""
+
+    data: bytes
+
+    def encode(self) -> bytes:
+        return self.data
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceId(Opaque):
+    """Interface-Id (RFC 8415 §21.18): opaque, set by a relay, echoed in the Relay-reply."""
+
+    code: ClassVar[int] = p.OPTION_INTERFACE_ID
+
+
+@dataclass(frozen=True, slots=True)
+class DnsServers(Option):
+    """DNS Recursive Name Server (RFC 3646 §3)."""
+
+    code: ClassVar[int] = p.OPTION_DNS_SERVERS
+    addresses: tuple[IPv6Address, ...]
+
+    def encode(self) -> bytes:
+        return b"".join(a.packed for a in self.addresses)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainList(Option):
+    """Domain Search List (RFC 3646 §4): absolute names, uncompressed (RFC 8415 §10)."""
+
+    code: ClassVar[int] = p.OPTION_DOMAIN_LIST
+    names: tuple[dnswire.Labels, ...]
+
+    def encode(self) -> bytes:
+        return b"".join(dnswire.encode(name) for name in self.names)
+
+    @property
+    def texts(self) -> list[str]:
+        return [dnswire.text(name) for name in self.names]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteId(Option):
+    """Relay Agent Remote-ID (RFC 4649 §3): an enterprise number and the relay's identifier."""
+
+    code: ClassVar[int] = p.OPTION_REMOTE_ID
+    enterprise: int
+    remote_id: bytes
+
+    def encode(self) -> bytes:
+        return self.enterprise.to_bytes(4, "big") + self.remote_id
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberId(Opaque):
+    """Relay Agent Subscriber-ID (RFC 4580 §2): opaque, at least one octet."""
+
+    code: ClassVar[int] = p.OPTION_SUBSCRIBER_ID
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFqdn(Option):
+    """Client FQDN (RFC 4704 §4): flags (N, O, S) and a name, possibly partial or empty."""
+
+    code: ClassVar[int] = p.OPTION_CLIENT_FQDN
+    flags: int
+    labels: dnswire.Labels = ()
+    absolute: bool = False
+
+    def encode(self) -> bytes:
+        if not self.labels and not self.absolute:
+            return bytes((self.flags,))
+        return bytes((self.flags,)) + dnswire.encode(self.labels, self.absolute)
+
+    @property
+    def name(self) -> str:
+        return dnswire.text(self.labels, self.absolute)
+
+
+@dataclass(frozen=True, slots=True)
+class NtpServer(Option):
+    """NTP Server (RFC 5908 §4): sub-options, each a server address (1), a multicast
+    address (2) or a server name (3); kept in their order as (code, data)."""
+
+    code: ClassVar[int] = p.OPTION_NTP_SERVER
+    suboptions: tuple[tuple[int, bytes], ...]
+
+    def encode(self) -> bytes:
+        return b"".join(HEADER.pack(c, len(v)) + v for c, v in self.suboptions)
+
+    @classmethod
+    def of_addresses(cls, addresses: Iterable[IPv6Address]) -> NtpServer:
+        return cls(tuple((p.NTP_SUBOPTION_SRV_ADDR, a.packed) for a in addresses))
+
+    @property
+    def addresses(self) -> list[IPv6Address]:
+        kinds = (p.NTP_SUBOPTION_SRV_ADDR, p.NTP_SUBOPTION_MC_ADDR)
+        return [IPv6Address(v) for c, v in self.suboptions if c in kinds]
+
+    @property
+    def names(self) -> list[str]:
+        return [dnswire.text(dnswire.decode(v)[0])
+                for c, v in self.suboptions if c == p.NTP_SUBOPTION_SRV_FQDN]
+
+
+@dataclass(frozen=True, slots=True)
+class BootfileUrl(Option):
+    """Boot File URL (RFC 5970 §3.1): a URL in US-ASCII."""
+
+    code: ClassVar[int] = p.OPTION_BOOTFILE_URL
+    url: str
+
+    def encode(self) -> bytes:
+        return self.url.encode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLinkLayer(Option):
+    """Client Link-Layer Address (RFC 6939 §4), added by the relay next to the client."""
+
+    code: ClassVar[int] = p.OPTION_CLIENT_LINKLAYER_ADDR
+    link_type: int
+    address: bytes
+
+    def encode(self) -> bytes:
+        return self.link_type.to_bytes(2, "big") + self.address
+
+    @property
+    def mac(self) -> str | None:
+        if self.link_type == p.HTYPE_ETHER and len(self.address) == 6:
+            return self.address.hex(":")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SolMaxRt(Option):
+    """SOL_MAX_RT (RFC 8415 §21.24): the most seconds between a client's Solicits."""
+
+    code: ClassVar[int] = p.OPTION_SOL_MAX_RT
+    seconds: int
+
+    def encode(self) -> bytes:
+        return self.seconds.to_bytes(4, "big")
+
+
+def items_data(items: Iterable[bytes]) -> bytes:
+    return b"".join(len(i).to_bytes(2, "big") + i for i in items)
