@@ -1,7 +1,7 @@
 """HTTP/1.x as the API serves it (api/http1.py): framing, keep-alive, pipelining, refusals,
 100-continue, a client that goes, and each response in one write.
 
-A small ASGI app under hypercorn (the way the runtime serves, with http1 installed) shows
+A small ASGI app under api/serve.py (the way the runtime serves) shows
 the protocol's cases; the last test runs against the real appliance. Clients are plain
 sockets, so every byte on the wire is what is asserted."""
 
@@ -20,11 +20,11 @@ import pytest
 import trio
 import trustme
 from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from ipamd import runtime
 from ipamd.api import http1
 from ipamd.api.conncap import ConnectionCaps
+from ipamd.api.serve import serve
 
 Scope = dict[str, Any]
 
@@ -97,17 +97,18 @@ async def _whole(send: Any, status: int, body: bytes, *, length: bool) -> None:
 
 @asynccontextmanager
 async def serving(app: Any, **settings: Any) -> AsyncIterator[int]:
-    """``app`` under hypercorn with http1 installed, on a loopback port (yielded)."""
+    """``app`` served by api/serve.py on a loopback port (yielded)."""
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
     config.graceful_timeout = 30
     for name, value in settings.items():
         setattr(config, name, value)
-    http1.install(ConnectionCaps(per_address=64, per_process=1024))
+    caps = ConnectionCaps(per_address=64, per_process=1024)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait))
+        binds = await nursery.start(partial(serve, app, config, caps,
+                                            shutdown_trigger=stop.wait))
         yield int(binds[0].rsplit(":", 1)[1])
         stop.set()
 

@@ -4,7 +4,7 @@ limit while other clients are served, pipelined requests are parsed only up to a
 what llhttp accepts but RFC 9112 refuses is refused; `Expect: 100-continue` gets no 100
 before the request is authorized.
 
-Plain sockets on loopback, against the toy app of test_api_http1.py under hypercorn (as the
+Plain sockets on loopback, against the toy app of test_api_http1.py under api/serve.py (as the
 runtime serves) or against the real appliance. The only timing asserted is the issue's own
 bound: the refusal within 1 s of the byte that passed the limit."""
 
@@ -21,7 +21,7 @@ import trio
 from hypercorn.config import Config
 
 from ipamd import runtime
-from ipamd.api import http1
+from ipamd.api import http1, http1_parse
 from tests.integration.test_api_http1 import Client, Scope, ToyApp, _get, _whole, client, serving
 
 # How long a client may keep feeding an endless line (then the test has failed anyway).
@@ -179,8 +179,8 @@ async def test_pipelined_requests_are_parsed_only_up_to_the_bound(
             await app.held.wait()
         parsed = seen[0].parsed
         for _ in range(20):  # while held, however the bytes come in
-            assert len(parsed.ready) <= http1.MAX_QUEUED
-            assert sum(r.size for r in parsed.ready) <= http1.MAX_PIPELINED + http1.MAX_RECV
+            assert len(parsed.ready) <= http1_parse.MAX_QUEUED
+            assert sum(r.size for r in parsed.ready) <= http1_parse.MAX_PIPELINED + http1.MAX_RECV
             await trio.sleep(0.05)
         assert parsed.waiting or parsed.fed < len(flood)  # the rest is not parsed yet
         app.release.set()
@@ -205,7 +205,7 @@ async def test_pipelined_bodies_are_parsed_only_up_to_the_byte_bound(
         parsed = seen[0].parsed
         for _ in range(20):
             queued = sum(r.size for r in parsed.ready)
-            assert queued <= http1.MAX_PIPELINED + http1.MAX_RECV, queued
+            assert queued <= http1_parse.MAX_PIPELINED + http1.MAX_RECV, queued
             assert len(parsed.ready) <= 4  # 20 kB each: the bytes bind first
             await trio.sleep(0.05)
         app.release.set()
