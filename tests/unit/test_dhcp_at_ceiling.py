@@ -1,6 +1,7 @@
-"""The busy signal the DNS delivery process is told (runtime.DhcpAtCeiling): busy once every
+"""The busy signal the DNS delivery process is told (runtime.dhcp_at_ceiling): busy once every
 commit worker was busy half a sample or more; idle again only after a calm second. And the
-gc pacer's other signal (runtime.LeaseChurn): many lease changes a second. The DHCP
+gc pacer's other signal (runtime.lease_churn): many lease changes a second; both are one
+hysteresis sampler (runtime/sampler.py). The DHCP
 server here is a stand-in whose saturated seconds the test sets (a storm cannot be made to
 order in a unit test; the bench makes real ones). Last, which signal holds what in the
 appliance (runtime.services): the lease journal's deriver and the gc pacer each at its own
@@ -18,9 +19,10 @@ from ipamd import runtime
 from ipamd.runtime import (
     DERIVE_CHURN_PER_SECOND,
     GC_CHURN_PER_SECOND,
-    DhcpAtCeiling,
-    LeaseChurn,
+    Hysteresis,
+    dhcp_at_ceiling,
     either,
+    lease_churn,
 )
 
 
@@ -36,7 +38,7 @@ class Dhcp:
         return self.receiving
 
 
-async def _step(signal: DhcpAtCeiling, dhcp: Dhcp, share: float) -> bool:
+async def _step(signal: Hysteresis, dhcp: Dhcp, share: float) -> bool:
     """0.1 s pass with every commit worker busy for ``share`` of them."""
     dhcp.saturated += 0.1 * share
     await trio.sleep(0.1)
@@ -46,7 +48,7 @@ async def _step(signal: DhcpAtCeiling, dhcp: Dhcp, share: float) -> bool:
 async def test_busy_at_the_ceiling_then_idle_after_a_calm_second(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Dhcp()
-    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
+    signal = dhcp_at_ceiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
     assert signal() is False  # the first sample has nothing to compare with
     assert [await _step(signal, dhcp, 0.1) for _ in range(5)] == [False] * 5
     assert await _step(signal, dhcp, 0.6) is True
@@ -63,7 +65,7 @@ async def test_busy_at_the_ceiling_then_idle_after_a_calm_second(
 async def test_a_receive_loop_that_never_waits_is_busy_too(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Dhcp()
-    signal = DhcpAtCeiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
+    signal = dhcp_at_ceiling(SimpleNamespace(dhcp=dhcp, dhcp6=None))  # type: ignore[arg-type]
     signal()
     dhcp.receiving += 0.08  # the process is the limit; the commit workers keep up
     await trio.sleep(0.1)
@@ -72,7 +74,7 @@ async def test_a_receive_loop_that_never_waits_is_busy_too(
 
 async def test_no_dhcp_server_is_never_busy(autojump_clock: trio.testing.MockClock) -> None:
     state = SimpleNamespace(dhcp=None, dhcp6=None)
-    signal = DhcpAtCeiling(state)  # type: ignore[arg-type]
+    signal = dhcp_at_ceiling(state)  # type: ignore[arg-type]
     assert signal() is False
     state.dhcp = Dhcp()
     assert signal() is False
@@ -86,7 +88,7 @@ class Churn:
         return self.changes
 
 
-async def _churn(signal: LeaseChurn, dhcp: Churn, per_second: float) -> bool:
+async def _churn(signal: Hysteresis, dhcp: Churn, per_second: float) -> bool:
     """0.25 s pass (the gc pacer's look) with ``per_second`` lease changes committed."""
     dhcp.changes += int(per_second / 4)
     await trio.sleep(0.25)
@@ -96,7 +98,7 @@ async def _churn(signal: LeaseChurn, dhcp: Churn, per_second: float) -> bool:
 async def test_lease_changes_below_the_ceiling_then_a_calm_second(
         autojump_clock: trio.testing.MockClock) -> None:
     dhcp = Churn()
-    signal = LeaseChurn(SimpleNamespace(dhcp=dhcp, dhcp6=None), GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
+    signal = lease_churn(SimpleNamespace(dhcp=dhcp, dhcp6=None), GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     assert signal() is False
     steady = GC_CHURN_PER_SECOND / 2  # a network's renewals
     assert [await _churn(signal, dhcp, steady) for _ in range(8)] == [False] * 8
@@ -110,7 +112,7 @@ async def test_lease_changes_below_the_ceiling_then_a_calm_second(
 
 async def test_no_dhcp_server_means_no_churn(autojump_clock: trio.testing.MockClock) -> None:
     state = SimpleNamespace(dhcp=Churn(), dhcp6=None)
-    signal = LeaseChurn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
+    signal = lease_churn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     signal()
     state.dhcp.changes += 10_000
     await trio.sleep(0.25)
@@ -123,7 +125,7 @@ async def test_a_dhcpv6_storm_counts_too(autojump_clock: trio.testing.MockClock)
     """The DHCPv6 server shares the process and the database: its changes count alone, and
     with the DHCPv4 server's (a server starting is not a storm)."""
     state = SimpleNamespace(dhcp=None, dhcp6=Churn())
-    signal = LeaseChurn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
+    signal = lease_churn(state, GC_CHURN_PER_SECOND)  # type: ignore[arg-type]
     signal()
     state.dhcp6.changes += 10_000
     await trio.sleep(0.25)

@@ -1,6 +1,6 @@
 """Full garbage collections are off while the DHCP server is at its ceiling
 (workers/gc_pacer), for at most STORM_HOLD_SECONDS a storm, and back on after it or when the
-pacer stops. The ceiling signal is a flag the test sets (runtime's DhcpAtCeiling has its own
+pacer stops. The ceiling signal is a flag the test sets (runtime.dhcp_at_ceiling has its own
 test); the collector's real thresholds are what is checked."""
 
 from __future__ import annotations

@@ -25,5 +25,5 @@ def test_two_builds_are_identical():
     listing = subprocess.run(["tar", "tzf", next((ROOT / "dist").glob("*.tar.gz"))],
                              capture_output=True, text=True, check=True).stdout
     for needed in ("ipamd/Makefile", "ipamd/requirements.lock", "ipamd/appliance/supervisord.conf",
-                   "ipamd/config/ipamd.toml", "ipamd/src/ipamd/runtime.py"):
+                   "ipamd/config/ipamd.toml", "ipamd/src/ipamd/runtime/appliance.py"):
         assert needed in listing

@@ -259,7 +259,7 @@ class DhcpServer:
         return self.committer.saturated_seconds()
 
     def lease_changes(self) -> int:
-        """Lease changes committed so far (runtime.LeaseChurn watches their rate)."""
+        """Lease changes committed so far (runtime.lease_churn watches their rate)."""
         return self.counters.committed_ops
 
     def receiving_seconds(self) -> float:

@@ -17,7 +17,7 @@ import math
 import trio
 
 # Longer than the parent needs to notice a storm and say so (two 20 ms samples, see
-# runtime.DhcpAtCeiling), short beside what a DNS change may take to show.
+# runtime.dhcp_at_ceiling), short beside what a DNS change may take to show.
 WAKE_DELAY_SECONDS = 0.1
 
 

@@ -10,7 +10,7 @@ at 100,000 leases and 79 ms at 250,000. The DHCP server then answers the packets
 queued up meanwhile in one burst, which overflows relays' (and perfdhcp's) receive buffers.
 
 So while the DHCP server is at its ceiling, or commits many lease changes a second below it
-(``runtime.LeaseChurn``: at 8,000-9,000 DORA/s, under the ceiling, a full collection of
+(``runtime.lease_churn``: at 8,000-9,000 DORA/s, under the ceiling, a full collection of
 19-60 ms stopped the receive loop every few seconds and each overflowed perfdhcp's socket),
 full collections are off (``workers/storm``: at most 60 s a storm); the young generations
 still collect every cycle they find among new objects, and the full collection that fell

@@ -9,9 +9,9 @@ batch, the expiry worker; ``AppState.lease_journal``), by a NOTIFY from other pr
 when it stopped). It waits ``GATHER_SECONDS`` first, so that many commits are derived by
 one statement.
 
-While this node's DHCP server is at its ceiling (a lease storm: ``runtime.DhcpAtCeiling``,
+While this node's DHCP server is at its ceiling (a lease storm: ``runtime.dhcp_at_ceiling``,
 the signal that holds DNS delivery back too), or commits lease changes fast
-(``runtime.LeaseChurn`` at ``DERIVE_CHURN_PER_SECOND``: a storm it keeps up with), it holds
+(``runtime.lease_churn`` at ``DERIVE_CHURN_PER_SECOND``: a storm it keeps up with), it holds
 off (``workers/storm``, at most 60 s a storm): deriving costs the database about as much
 CPU per lease as the lease's own commit, and in a storm that CPU answers clients instead.
 The rows wait durably in the journal; the storm's events, DNS updates and history rows

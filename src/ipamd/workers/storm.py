@@ -1,7 +1,7 @@
 """Work that waits out a lease storm, for a bounded time.
 
-While this node's DHCP server is in a storm (at its ceiling, ``runtime.DhcpAtCeiling``, or
-committing lease changes fast, ``runtime.LeaseChurn``; passed in as ``at_ceiling``), work
+While this node's DHCP server is in a storm (at its ceiling, ``runtime.dhcp_at_ceiling``, or
+committing lease changes fast, ``runtime.lease_churn``; passed in as ``at_ceiling``), work
 that can wait does: the lease journal's derivation
 (``workers/lease_journal``) and full garbage collections (``workers/gc_pacer``). Each holds
 back at most ``STORM_HOLD_SECONDS`` a storm, then goes on as usual until the storm ends,

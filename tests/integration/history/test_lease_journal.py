@@ -89,7 +89,7 @@ async def test_deriver_takes_rows_left_before_it_started_and_those_it_is_told_of
 
 async def test_deriver_holds_off_while_dhcp_is_at_its_ceiling(
         db: Database, dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The ceiling signal is a flag here (runtime.DhcpAtCeiling, which the appliance passes,
+    # The ceiling signal is a flag here (runtime.dhcp_at_ceiling, which the appliance passes,
     # is tested on its own): what matters is that the deriver obeys it, and not for ever.
     monkeypatch.setattr(lease_journal, "BACKSTOP_SECONDS", 0.2)  # it looks often regardless
     storm = {"on": True}

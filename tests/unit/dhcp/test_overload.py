@@ -197,7 +197,7 @@ def test_a_lone_op_is_committed_at_once_a_burst_is_gathered() -> None:
 
 def test_saturated_means_every_worker_busy_and_ops_waiting(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The "at its ceiling" figure (runtime.DhcpAtCeiling): busy workers alone are no
+    """The "at its ceiling" figure (runtime.dhcp_at_ceiling): busy workers alone are no
     ceiling (a free worker commits a lone op at once); ops waiting for one are."""
     now = [100.0]
     monkeypatch.setattr("ipamd.dhcp.committer.time.perf_counter", lambda: now[0])

@@ -1,7 +1,7 @@
 """The lease journal's deriver holds off while the DHCP server is at its ceiling
 (workers/storm.StormHold): until the storm ends, and never more than
 STORM_HOLD_SECONDS a storm. The ceiling signal here is a flag the test sets (runtime's
-DhcpAtCeiling has its own test; a storm cannot be made to order in a unit test)."""
+runtime.dhcp_at_ceiling has its own test; a storm cannot be made to order in a unit test)."""
 
 from __future__ import annotations
 
