@@ -24,6 +24,7 @@ TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
 TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client dnsperf wrk
+BENCH_PACKAGES += kea-dhcp6-server  # bench_dhcp6.py: kea-dhcp6 beside perfdhcp -6 (kea-admin) (issue 49)
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 # The image build (image/build.sh) and its boot test run on the build host, never in CI.

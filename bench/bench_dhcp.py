@@ -29,15 +29,10 @@ import contextlib
 import datetime as dt
 import json
 import math
-import os
-import re
 import shutil
 import signal
-import string
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
+import dhcp_rig  # noqa: E402
 import httpx  # noqa: E402
 from dhcp_figures import (  # noqa: E402
     ClientMeter,
@@ -52,17 +48,35 @@ from dhcp_figures import (  # noqa: E402
     dora_latencies,
     exchange_stamps,
     late_offer_spans,
+    parse_perfdhcp,
     percentile,
     server_figures,
     spans_text,
 )
+from dhcp_rig import (  # noqa: E402
+    API_PORT,
+    PG_USER,
+    RESULTS,
+    BenchError,
+    fill_kea_template,
+    fmt,
+    ipamd_running,
+    ipamd_template,
+    kea_database,
+    kea_running,
+    load_average,
+    make_work,
+    post,
+    ratio,
+    stamp_args,
+    start_postgres,
+    stop_postgres,
+    sweep_order,
+    sweep_stale_work,
+    terminate,
+)
 from machine import MachineMeter, wake_cost  # noqa: E402
 from tests.support import netns  # noqa: E402
-
-from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
-
-KEA_DIR = Path(__file__).resolve().parent / "kea"
-RESULTS = Path(__file__).resolve().parent / "results"
 
 SERVER_IP = "10.77.0.1"
 RELAY_IP = "10.77.0.2"
@@ -70,8 +84,6 @@ SUBNET = "10.77.0.0/16"
 POOL = ("10.77.1.0", "10.77.255.254")  # 65,279 addresses
 LEASE_TIME = 3600
 PING_MAC = "02:77:00:00:00:01"
-API_PORT = 18080
-PG_USER = "bench"
 # Up to 12,000: Kea with memfile drops nothing at 10,000 on the 2 cores; its zero-drop
 # rate must be inside the sweep for the ratio to mean anything. Steps of 1,000 from 6,000
 # up, where both zero-drop rates fall: with 2,000 between 8,000 and 12,000 the ratio could
@@ -88,10 +100,6 @@ STAMPS_MAX = 2000
 ALL_SERVERS = ("kea-pg", "kea-mem", "ipamd", "kea-pg-mt")
 DEFAULT_SERVERS = ("kea-pg", "kea-mem", "ipamd")
 TOOLS = ("ip", "perfdhcp", "kea-dhcp4", "kea-admin", "psql")
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 @dataclass
@@ -151,30 +159,6 @@ class Result:
 
 # --- perfdhcp --------------------------------------------------------------------------
 
-_SECTION = re.compile(r"\*\*\*Statistics for: (\S+)\*\*\*")
-
-
-def parse_perfdhcp(text: str) -> dict[str, Any]:
-    """The figures of perfdhcp's final report: rate, and per exchange sent/received/drops/delay."""
-    out: dict[str, Any] = {}
-    rate = re.search(r"Rate: ([\d.]+) 4-way exchanges/second", text)
-    out["rate"] = float(rate[1]) if rate else None
-    pieces = _SECTION.split(text)
-    for name, body in zip(pieces[1::2], pieces[2::2], strict=True):
-        def num(label: str, body: str = body) -> float | None:
-            found = re.search(rf"^{label}: ([\d.]+)", body, re.MULTILINE)
-            return float(found[1]) if found else None
-
-        out[name] = {
-            "sent": int(num("sent packets") or 0),
-            "received": int(num("received packets") or 0),
-            "drops": int(num("drops") or 0),
-            "avg_ms": num("avg delay"),
-            "max_ms": num("max delay"),
-        }
-    return out
-
-
 def to_result(server: str, rate: int, period: int, parsed: dict[str, Any],
               text: str = "") -> Result:
     """perfdhcp's "Rate" divides by the period plus the drain time (-W): count Acks instead.
@@ -208,73 +192,15 @@ def latency_percentiles(text: str) -> dict[str, float | None]:
 # --- the rig ---------------------------------------------------------------------------
 
 @dataclass
-class Rig:
-    lab: netns.Lab
-    srv: str
-    rly: str
-    work: Path
-    out: Path
-    pg: Cluster
-    pg_proc: subprocess.Popen[Any] | None = None
-    kea_severity: str = "WARN"
-    counter: int = 0
+class Rig(dhcp_rig.Rig):
     ipamd_dhcp: tuple[tuple[str, str], ...] = ()  # extra [dhcp] keys (TOML values)
-
-    def psql(self, database: str, sql: str, timeout: float = 60.0) -> str:
-        try:
-            done = subprocess.run(
-                ["psql", "-h", str(self.pg.socket_dir), "-p", str(self.pg.port), "-U", PG_USER,
-                 "-d", database, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
-                capture_output=True, text=True, timeout=timeout, check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise BenchError(f"psql {sql!r}: no answer within {timeout:.0f} s") from None
-        if done.returncode != 0:
-            raise BenchError(f"psql {sql!r}: {done.stderr.strip()}")
-        return done.stdout.strip()
-
-    def fresh_database(self, prefix: str, template: str | None = None) -> str:
-        self.counter += 1
-        name = f"{prefix}_{self.counter}"
-        self.psql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        self.psql("postgres", f"CREATE DATABASE {name}" + (f" TEMPLATE {template}"
-                                                           if template else ""))
-        return name
-
-    def udp_overflows(self, ns: str) -> int:
-        """UDP RcvbufErrors of a namespace (its own /proc/net/snmp): full socket buffers."""
-        done = self.lab.run(ns, ["cat", "/proc/net/snmp"], timeout=10, check=False)
-        rows = [line.split() for line in done.stdout.splitlines() if line.startswith("Udp:")]
-        if len(rows) < 2 or "RcvbufErrors" not in rows[0]:
-            return 0
-        return int(rows[1][rows[0].index("RcvbufErrors")])
-
-    def journal_derived(self, database: str, timeout: float = 120.0) -> float:
-        """Seconds until ipamd's lease journal is empty (its deriver caught up with the run):
-        one session, looking every 0.1 s."""
-        start = time.monotonic()
-        # (The session's own timeout ends the wait; psql's is only the backstop. With psql's
-        # default 60 s it ended first, once, and the exception ended the whole sweep.)
-        self.psql(database, f"SET statement_timeout = '{timeout:.0f}s'; "
-                  "DO $$ BEGIN WHILE EXISTS (SELECT 1 FROM lease_journal) LOOP "
-                  "PERFORM pg_sleep(0.1); END LOOP; END $$", timeout=timeout + 15)
-        return time.monotonic() - start
 
     def ipamd_figures(self, keep: Path) -> tuple[dict[str, int], float | None]:
         """ipamd's own drop counters and slowest commit (``server_figures``), from its
         /metrics on the loopback face; nothing when it does not answer. The whole text is
         kept in ``keep`` (its commit batch sizes and times, for a closer look)."""
-        try:
-            with netns.inside(self.srv):
-                text = httpx.get(f"http://127.0.0.1:{API_PORT}/api/v1/metrics", timeout=10).text
-        except httpx.HTTPError:
-            return {}, None
-        keep.write_text(text)
-        return server_figures(text)
-
-    def drop_database(self, name: str) -> None:
-        with contextlib.suppress(BenchError):
-            self.psql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        text = self.ipamd_metrics(keep)
+        return ({}, None) if text is None else server_figures(text)
 
     def perfdhcp(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
         argv = ["perfdhcp", "-4", "-g", "single", "-l", RELAY_IP, *args, SERVER_IP]
@@ -294,133 +220,32 @@ class Rig:
         acks = parse_perfdhcp(done.stdout).get("REQUEST-ACK", {}).get("received", 0)
         return acks > 0
 
-    def wait_answering(self, proc: subprocess.Popen[Any], seconds: float, log: Path) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise BenchError(f"server exited ({proc.returncode}): {tail(log)}")
-            if self.answers():
-                return
-            time.sleep(0.3)
-        raise BenchError(f"no DHCP answer within {seconds:.0f} s: {tail(log)}")
-
-
-def tail(path: Path, lines: int = 8) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-WORK_PREFIX = "ipamd-bench-"
-
-
-def sweep_stale_work() -> None:
-    """Stop and remove what a bench killed outright (SIGKILL) left: its postgres, its files."""
-    for path in Path(tempfile.gettempdir()).glob(WORK_PREFIX + "*"):
-        try:
-            owner = int((path / "bench.pid").read_text())
-        except (OSError, ValueError):
-            continue
-        if Path(f"/proc/{owner}").exists():
-            continue  # that bench still runs
-        data = path / "pg" / "data"
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            pg_pid = int((data / "postmaster.pid").read_text().split()[0])
-            # Only the postmaster of that data directory, never a recycled pid.
-            if str(data).encode() in Path(f"/proc/{pg_pid}/cmdline").read_bytes():
-                os.kill(pg_pid, signal.SIGINT)  # fast shutdown
-                deadline = time.monotonic() + 20
-                while Path(f"/proc/{pg_pid}").exists() and time.monotonic() < deadline:
-                    time.sleep(0.1)
-        print(f"removed the leftovers of an interrupted bench: {path}", flush=True)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    # SIGTERM (timeout, supervisor) unwinds like Ctrl-C, so everything is torn down.
-    raise KeyboardInterrupt
-
-
-def start_postgres(work: Path, durable: bool) -> tuple[Cluster, subprocess.Popen[Any]]:
-    base = work / "pg"
-    base.mkdir()
-    os.chmod(work, 0o755)
-    os.chmod(base, 0o755)
-    cluster = Cluster(data_dir=base / "data", socket_dir=base / "run", bin_dir=find_bin_dir(),
-                      superuser=PG_USER, port=5432)
-    cluster.init()
-    # Durable by default (fsync on, synchronous commits); one cluster serves Kea and ipamd.
-    proc = cluster.spawn_server(fast=not durable, log_file=base / "postgres.log")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"postgres exited: {tail(base / 'postgres.log')}")
-        ready = subprocess.run(
-            ["psql", "-h", str(cluster.socket_dir), "-U", PG_USER, "-d", "postgres",
-             "-qAtc", "SELECT 1"], capture_output=True, text=True, timeout=10, check=False,
-        )
-        if ready.returncode == 0:
-            return cluster, proc
-        time.sleep(0.2)
-    raise BenchError("postgres did not start")
-
 
 # --- servers ---------------------------------------------------------------------------
 
 def kea_config(rig: Rig, template: str, threads: int, **values: Any) -> Path:
-    text = (KEA_DIR / template).read_text()
-    filled = string.Template(text).substitute(
-        interface=rig.lab.ifname("ba"), server_ip=SERVER_IP, subnet=SUBNET,
+    return fill_kea_template(
+        rig, template, interface=rig.lab.ifname("ba"), server_ip=SERVER_IP, subnet=SUBNET,
         pool_start=POOL[0], pool_end=POOL[1], gateway=RELAY_IP, lease_time=LEASE_TIME,
         renew_time=LEASE_TIME // 2, rebind_time=LEASE_TIME * 7 // 8,
         multi_threading="true" if threads > 1 else "false", threads=max(threads, 1),
         severity=rig.kea_severity, **values,
     )
-    json.loads(filled)  # a broken template fails here, not inside Kea
-    rig.counter += 1
-    path = rig.work / f"kea-{rig.counter}.json"
-    path.write_text(filled)
-    return path
 
 
 @contextlib.contextmanager
 def kea(rig: Rig, backend: str, threads: int, label: str) -> Any:
     """kea-dhcp4 on a fresh lease store, answering, inside ``srv``."""
-    env = dict(os.environ, KEA_LOCKFILE_DIR=str(rig.work), KEA_PIDFILE_DIR=str(rig.work))
     database = None
     if backend == "pgsql":
-        database = rig.fresh_database("kea")
-        init = subprocess.run(
-            ["kea-admin", "db-init", "pgsql", "-h", str(rig.pg.socket_dir),
-             "-P", str(rig.pg.port), "-u", PG_USER, "-n", database],
-            capture_output=True, text=True, timeout=120, check=False, env=env,
-            stdin=subprocess.DEVNULL,
-        )
-        if init.returncode != 0:
-            raise BenchError(f"kea-admin db-init: {init.stderr.strip() or init.stdout.strip()}")
+        database = kea_database(rig)
         config = kea_config(rig, "kea-dhcp4-pgsql.json", threads, db_name=database,
                             db_host=rig.pg.socket_dir, db_port=rig.pg.port, db_user=PG_USER)
     else:
         lease_file = rig.work / f"{label}.leases.csv"
         config = kea_config(rig, "kea-dhcp4-memfile.json", threads, lease_file=lease_file)
-    log = rig.out / f"{label}.log"
-    with open(log, "w") as handle:
-        proc = rig.lab.spawn(rig.srv, ["kea-dhcp4", "-c", str(config)], env=env,
-                             stdout=handle, stderr=subprocess.STDOUT)
-    try:
-        rig.wait_answering(proc, 30, log)
+    with kea_running(rig, "kea-dhcp4", config, label, database) as proc:
         yield proc, database
-    finally:
-        rig.lab.stop(proc)
-        if database:
-            rig.drop_database(database)
-
-
-def ipamd_env() -> dict[str, str]:
-    """This checkout's code first: the venv may hold an editable install of another one."""
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=str(ROOT / "src") + (os.pathsep + path if path else ""))
 
 
 def ipamd_config(rig: Rig, database: str) -> Path:
@@ -453,62 +278,19 @@ access_log = false
 def create_plan(base: str) -> None:
     """The plan the bench serves, through ipamd's own API (loopback, before any token)."""
     with httpx.Client(base_url=base, timeout=30) as api:
-        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-            made = api.post(path, json=body)
-            if made.status_code != 201:
-                raise BenchError(f"POST {path}: {made.status_code} {made.text[:300]}")
-            return made.json()
-
-        prefix = post("/prefixes", {"cidr": SUBNET, "description": "bench"})
-        subnet = post("/subnets", {"prefix_id": prefix["id"], "cidr": SUBNET,
-                                   "gateway": RELAY_IP, "lease_time_seconds": LEASE_TIME})
-        post(f"/subnets/{subnet['id']}/pools",
+        prefix = post(api, "/prefixes", {"cidr": SUBNET, "description": "bench"})
+        subnet = post(api, "/subnets", {"prefix_id": prefix["id"], "cidr": SUBNET,
+                                        "gateway": RELAY_IP, "lease_time_seconds": LEASE_TIME})
+        post(api, f"/subnets/{subnet['id']}/pools",
              {"name": "bench", "start_ip": POOL[0], "end_ip": POOL[1]})
-
-
-def wait_api(base: str, proc: subprocess.Popen[Any], log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"ipamd exited ({proc.returncode}): {tail(log)}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise BenchError(f"ipamd API did not come up: {tail(log)}")
 
 
 @contextlib.contextmanager
 def ipamd(rig: Rig, template: str, label: str) -> Any:
     """The appliance on a fresh database (cloned from a migrated template), plan via the API."""
     database = rig.fresh_database("ipamd", template)
-    config = ipamd_config(rig, database)
-    log = rig.out / f"{label}.log"
-    with open(log, "w") as handle:
-        proc = rig.lab.spawn(rig.srv, [sys.executable, "-m", "ipamd", "--config", str(config),
-                                       "run"], cwd=ROOT, env=ipamd_env(), stdout=handle,
-                             stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{API_PORT}/api/v1"
-    try:
-        with netns.inside(rig.srv):  # the loopback face lives in the server's namespace
-            wait_api(base, proc, log)
-            create_plan(base)
-        rig.wait_answering(proc, 60, log)
+    with ipamd_running(rig, ipamd_config(rig, database), database, label, create_plan) as proc:
         yield proc, database
-    finally:
-        rig.lab.stop(proc, timeout=10)
-        rig.drop_database(database)
-
-
-def ipamd_template(rig: Rig) -> str:
-    name = rig.fresh_database("ipamd_template")
-    config = ipamd_config(rig, name)
-    done = subprocess.run([sys.executable, "-m", "ipamd", "--config", str(config), "migrate"],
-                          cwd=ROOT, env=ipamd_env(), capture_output=True, text=True, timeout=120,
-                          check=False)
-    if done.returncode != 0:
-        raise BenchError(f"ipamd migrate: {done.stderr.strip()[-500:]}")
-    return name
 
 
 # --- the sweep -------------------------------------------------------------------------
@@ -577,13 +359,6 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     return result
 
 
-def load_average() -> float | None:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def best_clean(results: list[Result], server: str, max_drop_pct: float = 0.0) -> Result | None:
     """The highest achieved rate whose drops stay within ``max_drop_pct`` (default: none)."""
     clean = [r for r in results if r.server == server and r.dora_per_s and not r.overload
@@ -596,24 +371,11 @@ def peak(results: list[Result], server: str) -> Result | None:
     return max(mine, key=lambda r: r.dora_per_s or 0, default=None)
 
 
-def fmt(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def stamp_args(rate: int, stamps_max: int) -> tuple[str, ...]:
-    """perfdhcp's every-exchange timestamps (the latency percentiles) up to ``stamps_max``."""
-    return ("-x", "t") if rate <= stamps_max else ()
-
-
 def latency_text(r: Result) -> str:
     """p50 where perfdhcp's timestamps were taken (``--stamps-max``), else its average."""
     if r.p50_ms is not None:
         return f"p50 {fmt(r.p50_ms, 1)} ms"
     return f"avg {fmt(r.avg_ms, 1)} ms"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:.2f}x" if a and b else "-"
 
 
 def server_note(r: Result) -> str:
@@ -625,21 +387,6 @@ def server_note(r: Result) -> str:
                "; slowest commit beyond the largest bucket" if r.slowest_commit_s == math.inf
                else f"; slowest commit <= {r.slowest_commit_s:g} s")
     return f"ipamd dropped: {dropped}{slowest}"
-
-
-def sweep_order(servers: list[str], rates: list[int]) -> list[tuple[str, int]]:
-    """Every (server, rate), rate by rate, each rate starting one server later than the last.
-
-    Rate by rate, so the servers compared at a rate run within a minute of each other: this
-    VM has slow phases (host steal) lasting minutes, and a server-by-server sweep once gave
-    one server a phase with 25 % steal and the other none. The rotation spreads what a run
-    leaves behind (a PostgreSQL checkpoint after a database-heavy run, a warm page cache)
-    over every server instead of always over the same next one."""
-    order: list[tuple[str, int]] = []
-    for i, rate in enumerate(rates):
-        turn = i % len(servers) if servers else 0
-        order += [(server, rate) for server in servers[turn:] + servers[:turn]]
-    return order
 
 
 def ceiling(results: list[Result], server: str) -> Result | None:
@@ -840,10 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = RESULTS / f"dhcp-{stamp}"
     out.mkdir(parents=True)
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, terminate)
     sweep_stale_work()
-    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
-    (work / "bench.pid").write_text(str(os.getpid()))
+    work = make_work()
     results: list[Result] = []
     print(f"DHCP bench: rates {args.rate_list}, {args.period} s each, {args.clients} clients, "
           f"servers {args.server_list}, PostgreSQL "
@@ -861,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
             rig = Rig(lab=lab, srv=srv, rly=rly, work=work, out=out, pg=cluster,
                       pg_proc=pg_proc, kea_severity=args.kea_log,
                       ipamd_dhcp=args.ipamd_dhcp_pairs)
-            template = ipamd_template(rig) if "ipamd" in args.server_list else None
+            template = (ipamd_template(rig, lambda name: ipamd_config(rig, name))
+                        if "ipamd" in args.server_list else None)
             silent: set[str] = set()
             for server, rate in sweep_order(args.server_list, args.rate_list):
                 if server in silent:
@@ -886,12 +633,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(result)
                     report(result, "2x ceiling")
     finally:
-        if pg_proc is not None:
-            pg_proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                pg_proc.wait(timeout=30)
-            if pg_proc.poll() is None:
-                pg_proc.kill()
+        stop_postgres(pg_proc)
         shutil.rmtree(work, ignore_errors=True)
         if results:
             text = table(results, args.server_list)

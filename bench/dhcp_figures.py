@@ -1,6 +1,7 @@
-"""Figures of the DHCP bench that perfdhcp does not print: DORA latency percentiles (from its
-per-exchange timestamps, ``-x t``), the CPU a server spent, and how perfdhcp itself fared on the
-shared cores (from /proc).
+"""Figures of the DHCP benches (DHCPv4 and DHCPv6): perfdhcp's final report read, and what
+perfdhcp does not print: DORA and SARR latency percentiles (from its per-exchange timestamps,
+``-x t``), the CPU a server spent, and how perfdhcp itself fared on the shared cores (from
+/proc).
 
 Pure functions over perfdhcp's text and /proc, so the bench and its unit test share them.
 """
@@ -14,8 +15,37 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from machine import MachineMeter
+
+_SECTION = re.compile(r"\*\*\*Statistics for: (\S+)\*\*\*")
+
+
+def parse_perfdhcp(text: str) -> dict[str, Any]:
+    """The figures of perfdhcp's final report: rate, and per exchange (``DISCOVER-OFFER``,
+    ``REQUEST-ACK``; ``SOLICIT-ADVERTISE``, ``REQUEST-REPLY``) sent/received/drops/rejected
+    leases/delay."""
+    out: dict[str, Any] = {}
+    rate = re.search(r"Rate: ([\d.]+) 4-way exchanges/second", text)
+    out["rate"] = float(rate[1]) if rate else None
+    pieces = _SECTION.split(text)
+    for name, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        def num(label: str, body: str = body) -> float | None:
+            found = re.search(rf"^{label}: ([\d.]+)", body, re.MULTILINE)
+            return float(found[1]) if found else None
+
+        out[name] = {
+            "sent": int(num("sent packets") or 0),
+            "received": int(num("received packets") or 0),
+            "drops": int(num("drops") or 0),
+            # answers perfdhcp refused: no address granted (e.g. NoAddrsAvail in a Reply)
+            "rejected": int(num("rejected leases") or 0),
+            "avg_ms": num("avg delay"),
+            "max_ms": num("max delay"),
+        }
+    return out
+
 
 _STAMPS = re.compile(r"\*\*\*Timestamps for packets: (\S+)\*\*\*\n((?:sent / received: .*\n?)*)")
 _PAIR = re.compile(r"sent / received: ([\d.]+) / ([\d.]+)")
@@ -23,7 +53,7 @@ _PAIR = re.compile(r"sent / received: ([\d.]+) / ([\d.]+)")
 
 def exchange_stamps(text: str) -> dict[str, list[tuple[float, float]]]:
     """perfdhcp ``-x t``: (sent, received) in seconds for every completed exchange, by kind
-    (``DISCOVER-OFFER``, ``REQUEST-ACK``)."""
+    (``DISCOVER-OFFER``, ``REQUEST-ACK``; DHCPv6: ``SOLICIT-ADVERTISE``, ``REQUEST-REPLY``)."""
     out: dict[str, list[tuple[float, float]]] = {}
     for kind, body in _STAMPS.findall(text):
         out[kind] = [(float(s), float(r)) for s, r in _PAIR.findall(body)]
@@ -31,16 +61,23 @@ def exchange_stamps(text: str) -> dict[str, list[tuple[float, float]]]:
 
 
 def dora_latencies(text: str) -> list[float]:
-    """Discover→Ack latency (ms) of every completed DORA.
+    """Discover→Ack latency (ms) of every completed DORA (``four_way_latencies``)."""
+    return four_way_latencies(text, "DISCOVER-OFFER", "REQUEST-ACK")
+
+
+def four_way_latencies(text: str, first: str, second: str) -> list[float]:
+    """First send → last answer latency (ms) of every completed four-way exchange: DORA
+    (``DISCOVER-OFFER`` then ``REQUEST-ACK``) or SARR (``SOLICIT-ADVERTISE`` then
+    ``REQUEST-REPLY``).
 
     perfdhcp does not say which Offer a Request answers, but it sends the Request as it reads
     the Offer (same loop, tens of µs later; ``-g single``), so each Request belongs to the
     latest Offer read at or before it was sent that no earlier Request took. Offers whose
-    Request got no Ack take none, so they drop out.
+    Request got no Ack take none, so they drop out. (Advertise and Reply alike.)
     """
     stamps = exchange_stamps(text)
-    offers = sorted(stamps.get("DISCOVER-OFFER", []), key=lambda p: p[1])
-    requests = sorted(stamps.get("REQUEST-ACK", []))
+    offers = sorted(stamps.get(first, []), key=lambda p: p[1])
+    requests = sorted(stamps.get(second, []))
     received = [r for _, r in offers]
     taken = [False] * len(offers)
     out = []
@@ -106,18 +143,18 @@ def percentile(values: list[float], q: float) -> float | None:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-_METRIC = re.compile(r'^(ipamd_dhcp_drops_total|ipamd_dhcp_commit_duration_seconds_bucket)'
-                     r'\{(?:reason|le)="([^"]+)"\} ([0-9.e+-]+)$', re.MULTILINE)
-
-
-def server_figures(metrics: str) -> tuple[dict[str, int], float | None]:
-    """From ipamd's /metrics text: the packets it dropped by reason (nonzero only), and the
-    upper bound of its slowest group commit (the smallest histogram bucket holding all of
-    them; inf when one took longer than the largest bucket; None without commits)."""
+def server_figures(metrics: str, drops_metric: str = "ipamd_dhcp_drops_total",
+                   ) -> tuple[dict[str, int], float | None]:
+    """From ipamd's /metrics text: the packets it dropped by reason (nonzero only; DHCPv6's
+    counter is ``ipamd_dhcp6_drops_total``), and the upper bound of its slowest group commit
+    (the smallest histogram bucket holding all of them; inf when one took longer than the
+    largest bucket; None without commits)."""
+    pattern = re.compile(rf'^({re.escape(drops_metric)}|ipamd_dhcp_commit_duration_seconds_bucket)'
+                         r'\{(?:reason|le)="([^"]+)"\} ([0-9.e+-]+)$', re.MULTILINE)
     drops: dict[str, int] = {}
     buckets: list[tuple[float, float]] = []
-    for name, label, value in _METRIC.findall(metrics):
-        if name == "ipamd_dhcp_drops_total":
+    for name, label, value in pattern.findall(metrics):
+        if name == drops_metric:
             if float(value):
                 drops[label] = int(float(value))
         else:

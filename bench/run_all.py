@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_dhcp.py", "bench_dhcp_engine.py", "bench_ipam.py", "bench_api.py",
-         "bench_outbox.py", "bench_history.py", "bench_dashboard.py", "bench_dns.py"]
+ORDER = ["bench_dhcp.py", "bench_dhcp6.py", "bench_dhcp_engine.py", "bench_ipam.py",
+         "bench_api.py", "bench_outbox.py", "bench_history.py", "bench_dashboard.py",
+         "bench_dns.py"]
 
 
 def main(argv: list[str]) -> int:
