@@ -318,15 +318,43 @@ printf '{"event":"%s","ip":"%s","prefixlen":"%s","prefix":"%s","dns":"%s","searc
 exit 0
 """
 
+# The same, and on BOUND6 it configures the address and waits for duplicate address detection,
+# as ISC's own client script for Linux does (Debian's dhclient-script does not): a duplicate
+# (RFC 4862 §5.4.5) is recorded as DADFAILED, removed, and the script exits 3, which makes
+# dhclient decline it (RFC 8415 §18.2.8). Added without lifetimes: the kernel keeps a permanent
+# duplicate flagged "dadfailed", where it deletes one with lifetimes without saying why.
+SCRIPT6_DAD = SCRIPT6.replace("exit 0\n", """\
+if [ "$reason" = BOUND6 ] && [ -n "$new_ip6_address" ]; then
+  ip -6 addr add "$new_ip6_address/128" dev "$interface"
+  n=0
+  while [ $n -lt 50 ]; do  # until DAD ends (a duplicate stays "tentative dadfailed")
+    case "$(ip -6 addr show dev "$interface" to "$new_ip6_address")" in
+      *dadfailed*) break ;;
+      *tentative*) ;;
+      *) break ;;
+    esac
+    sleep 0.1; n=$((n + 1))
+  done
+  if ip -6 addr show dev "$interface" to "$new_ip6_address" | grep -q dadfailed; then
+    printf '{"event":"DADFAILED","ip":"%s"}\\n' "$new_ip6_address" >> "@RECORD@"
+    ip -6 addr del "$new_ip6_address/128" dev "$interface"
+    exit 3
+  fi
+fi
+exit 0
+""")
+
 
 class Dhclient6:
-    """ISC dhclient -6 in the foreground (-d): -N for an address, -P for a prefix."""
+    """ISC dhclient -6 in the foreground (-d): -N for an address, -P for a prefix.
+    ``dad``: the script checks duplicate address detection (SCRIPT6_DAD)."""
 
     def __init__(self, net: Dhcp6Net, workdir: Path, name: str = "dhclient6",
-                 duid: bytes | None = None) -> None:
+                 duid: bytes | None = None, dad: bool = False) -> None:
         self.net = net
         self.recorder = Recorder(workdir, name)
-        self.recorder.script.write_text(SCRIPT6.replace("@RECORD@", str(self.recorder.record)))
+        script = SCRIPT6_DAD if dad else SCRIPT6
+        self.recorder.script.write_text(script.replace("@RECORD@", str(self.recorder.record)))
         self.conf = workdir / f"{name}.conf"
         self.conf.write_text("timeout 20;\nretry 1;\nrequest dhcp6.name-servers, "
                              "dhcp6.domain-search;\n")
@@ -353,3 +381,70 @@ class Dhclient6:
             ["dhclient", "-6", *mode, "-r", "-v", *self.files, self.net.client_if],
             timeout=DHCLIENT_WAIT, check=False,
         )
+
+
+# dhcpcd (Debian dhcpcd-base) calls it with $reason (PREINIT, BOUND6, RENEW6, REBIND6,
+# RELEASE6, EXPIRE6, STOP6...) and new_dhcp6_ia_na1_ia_addr1, new_dhcp6_ia_pd1_prefix1 (and
+# _length), new_dhcp6_name_servers, new_dhcp6_domain_search (dhcpcd-run-hooks(8)). It records
+# one line per event; dhcpcd configures the address itself.
+DHCPCD_SCRIPT = """#!/bin/sh
+printf '{"event":"%s","ip":"%s","prefix":"%s","prefixlen":"%s","dns":"%s","search":"%s"}\\n' \\
+  "$reason" "${new_dhcp6_ia_na1_ia_addr1:-$old_dhcp6_ia_na1_ia_addr1}" \\
+  "${new_dhcp6_ia_pd1_prefix1:-$old_dhcp6_ia_pd1_prefix1}" \\
+  "${new_dhcp6_ia_pd1_prefix1_length:-$old_dhcp6_ia_pd1_prefix1_length}" \\
+  "$new_dhcp6_name_servers" "$new_dhcp6_domain_search" >> "@RECORD@"
+exit 0
+"""
+
+# dhcpcd.conf(5): DHCPv6 only; no Router Solicitation (`ia_na`/`ia_pd` solicit without
+# waiting for an RA: the issue's facts); options 23 and 24 asked for.
+DHCPCD_CONF = """ipv6only
+noipv6rs
+option dhcp6_name_servers, dhcp6_domain_search
+interface @IF@
+@IA@
+"""
+
+
+class Dhcpcd:
+    """dhcpcd in the foreground (-B) on the client interface; ``ia`` is ``ia_na 1`` or
+    ``ia_pd 1``. Its state (/var/lib/dhcpcd: DUID, leases; /run/dhcpcd: pid files and
+    control sockets) is the test's own: each run sees the test's directories bound over
+    those paths in a private mount namespace (Debian's build has no option to move them),
+    so nothing on the host is read or written. ``release`` (dhcpcd -k) reaches the daemon's
+    control socket through the same directories."""
+
+    def __init__(self, net: Dhcp6Net, workdir: Path, name: str = "dhcpcd",
+                 ia: str = "ia_na 1", duid: bytes | None = None) -> None:
+        self.net = net
+        self.recorder = Recorder(workdir, name)
+        self.recorder.script.write_text(
+            DHCPCD_SCRIPT.replace("@RECORD@", str(self.recorder.record)))
+        self.conf = workdir / f"{name}.conf"
+        self.conf.write_text(DHCPCD_CONF.replace("@IF@", net.client_if).replace("@IA@", ia))
+        self.db, self.run_dir = workdir / f"{name}.db", workdir / f"{name}.run"
+        for made in (self.db, self.run_dir):
+            made.mkdir(mode=0o755)
+        if duid is not None:  # the DUID file: hex pairs joined by colons (dhcpcd(8), FILES)
+            (self.db / "duid").write_text(":".join(f"{b:02x}" for b in duid) + "\n")
+        self.log = workdir / f"{name}.log"
+        self.proc: subprocess.Popen[Any] | None = None
+
+    def _isolated(self, *argv: str) -> list[str]:
+        script = ('mount --bind "$1" /var/lib/dhcpcd && mount --bind "$2" /run && shift 2 '
+                  '&& exec "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                str(self.db), str(self.run_dir), *argv]
+
+    def argv(self, *extra: str) -> list[str]:
+        return self._isolated("dhcpcd", "-B", "-d", "-f", str(self.conf), "-c",
+                              str(self.recorder.script), *extra, self.net.client_if)
+
+    def start(self) -> None:
+        with open(self.log, "w") as handle:
+            self.proc = self.net.lab.spawn(self.net.client_ns, self.argv(),
+                                           stdout=handle, stderr=subprocess.STDOUT)
+
+    async def release(self) -> subprocess.CompletedProcess[str]:
+        return await self.net.lab.run_async(
+            self.net.client_ns, self.argv("-k"), timeout=DHCLIENT_WAIT, check=False)
