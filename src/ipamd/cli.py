@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ipamd import __version__, logsetup
@@ -319,8 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     role.add_argument("--slot", type=int, default=0, help="api-worker: its count's slot")
     role.set_defaults(fn=cmd_child)
     args = parser.parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.fn
     try:
-        return args.fn(args)
+        return command(args)
     except (ConfigError, ClusterError, DatabaseRefused, SchemaTooNew, BackupError,
             BaseExceptionGroup) as error:
         refusal = _refusal(error)

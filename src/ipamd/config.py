@@ -342,7 +342,8 @@ def redacted(config: Config) -> dict[str, Any]:
             return redact_dsn(value)
         return value
 
-    return scrub(config.model_dump(mode="json"), "")
+    shown: dict[str, Any] = scrub(config.model_dump(mode="json"), "")
+    return shown
 
 
 def _describe(error: ValidationError) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from ipamd.api import auth, console, idempotency, openapi
 from ipamd.api.errors import CODES, ApiError, envelope, from_domain
@@ -221,8 +221,9 @@ def _when_wanted(wanted: trio.Event, receive: Any) -> Any:
 def body_wanted() -> None:
     """The request is authorized: its body may be read (and a 100-continue sent)."""
     g.authorized = True
-    wanted = request.scope.get("extensions", {}).get(BODY_WANTED)
-    if wanted is not None:
+    # Gate puts a trio.Event there (hypercorn types extension values as dicts)
+    wanted: object = (request.scope.get("extensions") or {}).get(BODY_WANTED)
+    if isinstance(wanted, trio.Event):
         wanted.set()
 
 
@@ -240,6 +241,19 @@ def create_app(
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     limiter = limits if limits is not None else LocalLimits()
     latency: ApiLatency = state.counters.setdefault("api_latency", ApiLatency())
+    _install_request_hooks(app, state, latency)
+    _install_error_handlers(app, state)
+    _install_routes(app, state, limiter, tokens_seen)
+    if state.config.api.console_enabled:
+        console.install(app)  # the browser console's static files at / (issue 12)
+    # ASGI middleware goes in place of Quart's asgi_app, Quart's documented way.
+    gate = Gate(app.asgi_app, state, limiter, latency)
+    app.asgi_app = gate  # type: ignore[method-assign,assignment]  # middleware, as Quart documents
+    return app
+
+
+def _install_request_hooks(app: QuartTrio, state: AppState, latency: ApiLatency) -> None:
+    """Each request's id, timing, latency figure, access log line and unread body."""
 
     @app.before_request
     async def _begin() -> Response | None:
@@ -266,6 +280,10 @@ def create_app(
                         getattr(g, "actor", None))
         return response
 
+
+def _install_error_handlers(app: QuartTrio, state: AppState) -> None:
+    """Every failure answered in the error envelope (api/errors.py), never a stack trace."""
+
     @app.errorhandler(ApiError)
     async def _api_error(error: ApiError) -> Response:
         return _error_response(error)
@@ -276,20 +294,7 @@ def create_app(
 
     @app.errorhandler(HTTPException)
     async def _http_error(error: HTTPException) -> Response:
-        status = error.code or 500
-        messages = {
-            404: f"no such resource: {request.path}",
-            405: f"{request.method} is not allowed on {request.path}",
-            413: f"request body larger than {state.config.api.max_body_bytes} bytes",
-        }
-        message = messages.get(status, error.description or error.name)
-        headers = {}
-        if status == 405 and getattr(error, "valid_methods", None):
-            headers["Allow"] = ", ".join(sorted(error.valid_methods))
-        if status == 413:
-            # The rest of the body was never read: this connection cannot carry another request.
-            headers["Connection"] = "close"
-        return render(envelope(CODES.get(status, "error"), message), status, headers)
+        return _http_error_response(error, state.config.api.max_body_bytes)
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
@@ -304,11 +309,34 @@ def create_app(
             500,
         )
 
+
+def _http_error_response(error: HTTPException, max_body_bytes: int) -> Response:
+    """Werkzeug's own refusals (no route, wrong method, body too large) in the envelope."""
+    status = error.code or 500
+    messages = {
+        404: f"no such resource: {request.path}",
+        405: f"{request.method} is not allowed on {request.path}",
+        413: f"request body larger than {max_body_bytes} bytes",
+    }
+    message = messages.get(status, error.description or error.name)
+    headers = {}
+    if isinstance(error, MethodNotAllowed) and error.valid_methods:
+        headers["Allow"] = ", ".join(sorted(error.valid_methods))
+    if status == 413:
+        # The rest of the body was never read: this connection cannot carry another request.
+        headers["Connection"] = "close"
+    return render(envelope(CODES.get(status, "error"), message), status, headers)
+
+
+def _install_routes(
+    app: QuartTrio, state: AppState, limiter: Limiter, token_cache: TokenCache
+) -> None:
+    """Every declared route (ROUTERS) and the OpenAPI document that describes them."""
     for route in all_routes():
         app.add_url_rule(
             API_PREFIX + _rule(route.path),
             endpoint=route.endpoint,
-            view_func=_view(state, limiter, tokens_seen, route),
+            view_func=_view(state, limiter, token_cache, route),
             methods=[route.method],
         )
 
@@ -318,11 +346,6 @@ def create_app(
     async def _openapi() -> Response:
         # The description of the API is public: it holds no data.
         return render(document, 200)
-
-    if state.config.api.console_enabled:
-        console.install(app)  # the browser console's static files at / (issue 12)
-    app.asgi_app = Gate(app.asgi_app, state, limiter, latency)  # type: ignore[method-assign,assignment]
-    return app
 
 
 def _view(

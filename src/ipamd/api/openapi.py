@@ -11,6 +11,7 @@ from pydantic.json_schema import models_json_schema
 
 from ipamd import __version__
 from ipamd.api.errors import CODES
+from ipamd.api.router import RouteSpec
 from ipamd.api.schemas import ErrorBody
 
 REF = "#/components/schemas/{model}"
@@ -29,7 +30,7 @@ _ERROR_TEXT = {
 }
 
 
-def _models(routes: list[Any]) -> list[type[BaseModel]]:
+def _models(routes: list[RouteSpec]) -> list[type[BaseModel]]:
     found: dict[str, type[BaseModel]] = {"ErrorBody": ErrorBody}
 
     def add(candidate: Any) -> None:
@@ -80,7 +81,7 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     return params
 
 
-def build(routes: list[Any], prefix: str) -> dict[str, Any]:
+def build(routes: list[RouteSpec], prefix: str) -> dict[str, Any]:
     models = _models(routes)
     keys, defs = models_json_schema(
         [(m, "serialization") for m in models], ref_template=REF
@@ -88,58 +89,7 @@ def build(routes: list[Any], prefix: str) -> dict[str, Any]:
     names = {key[0]: value["$ref"].rsplit("/", 1)[-1] for key, value in keys.items()}
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
-        operation: dict[str, Any] = {
-            "operationId": route.handler.__name__,
-            "summary": route.summary,
-            "tags": [route.tag],
-            "security": [{"bearer": []}],
-            "x-required-role": route.role,
-            "responses": {},
-        }
-        params = [
-            {"name": name, "in": "path", "required": True,
-             "schema": {"type": "string", "format": "uuid"} if name.endswith("_id")
-             else {"type": "string"}}
-            for name in re.findall(r"\{(\w+)\}", route.path)
-        ]
-        if route.query is not None:
-            params += _query_parameters(route.query)
-        if route.idempotent:
-            params.append({
-                "name": "Idempotency-Key", "in": "header", "required": False,
-                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-                "description": "same key and body replay the first 201; another body gets 409",
-            })
-        if params:
-            operation["parameters"] = params
-        if route.body is not None:
-            operation["requestBody"] = {
-                # An empty body reads as {}: only a model with required fields needs one.
-                "required": bool(route.body.model_json_schema().get("required")),
-                "content": {"application/json": {"schema": _schema_of(route.body, names)}},
-            }
-        success: dict[str, Any] = {"description": "Success"}
-        if route.status != 204:
-            schema = _schema_of(route.response, names) if route.response is not None else {}
-            success["content"] = {
-                ctype: {"schema": _content_schema(ctype, schema)} for ctype in route.content_types
-            }
-        operation["responses"][str(route.status)] = success
-        statuses = set(route.errors) | {401, 403, 413, 429}
-        if route.body is not None:
-            statuses |= {400, 422}
-        if route.query is not None:
-            statuses.add(400)
-        for status in sorted(statuses):
-            operation["responses"][str(status)] = {
-                "description": _ERROR_TEXT.get(status, CODES.get(status, "error")),
-                "content": _error_content(),
-            }
-        operation["responses"]["default"] = {
-            "description": "Unexpected error",
-            "content": _error_content(),
-        }
-        paths.setdefault(prefix + route.path, {})[route.method.lower()] = operation
+        paths.setdefault(prefix + route.path, {})[route.method.lower()] = _operation(route, names)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -157,3 +107,67 @@ def build(routes: list[Any], prefix: str) -> dict[str, Any]:
             },
         },
     }
+
+
+def _operation(route: RouteSpec, names: dict[Any, str]) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": route.handler.__name__,
+        "summary": route.summary,
+        "tags": [route.tag],
+        "security": [{"bearer": []}],
+        "x-required-role": route.role,
+        "responses": _responses(route, names),
+    }
+    params = _parameters(route)
+    if params:
+        operation["parameters"] = params
+    if route.body is not None:
+        operation["requestBody"] = {
+            # An empty body reads as {}: only a model with required fields needs one.
+            "required": bool(route.body.model_json_schema().get("required")),
+            "content": {"application/json": {"schema": _schema_of(route.body, names)}},
+        }
+    return operation
+
+
+def _parameters(route: RouteSpec) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True,
+         "schema": {"type": "string", "format": "uuid"} if name.endswith("_id")
+         else {"type": "string"}}
+        for name in re.findall(r"\{(\w+)\}", route.path)
+    ]
+    if route.query is not None:
+        params += _query_parameters(route.query)
+    if route.idempotent:
+        params.append({
+            "name": "Idempotency-Key", "in": "header", "required": False,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            "description": "same key and body replay the first 201; another body gets 409",
+        })
+    return params
+
+
+def _responses(route: RouteSpec, names: dict[Any, str]) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": "Success"}
+    if route.status != 204:
+        schema = _schema_of(route.response, names) if route.response is not None else {}
+        success["content"] = {
+            ctype: {"schema": _content_schema(ctype, schema)} for ctype in route.content_types
+        }
+    responses: dict[str, Any] = {str(route.status): success}
+    statuses = set(route.errors) | {401, 403, 413, 429}
+    if route.body is not None:
+        statuses |= {400, 422}
+    if route.query is not None:
+        statuses.add(400)
+    for status in sorted(statuses):
+        responses[str(status)] = {
+            "description": _ERROR_TEXT.get(status, CODES.get(status, "error")),
+            "content": _error_content(),
+        }
+    responses["default"] = {
+        "description": "Unexpected error",
+        "content": _error_content(),
+    }
+    return responses

@@ -97,7 +97,7 @@ class TokenCache:
                 finally:
                     self._set_listening(False)
                     with trio.CancelScope(shield=True):
-                        await channel.release()  # type: ignore[attr-defined]
+                        await channel.release()
             except DB_ERRORS as error:
                 log_failure(self._log, error, "token listener lost (%s); retrying",
                             error.__class__.__name__)

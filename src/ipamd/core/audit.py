@@ -7,6 +7,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core import jsonutil
+from ipamd.core.rows import fetch_one
 from ipamd.core.secret_locations import redacted
 
 AUDIT_TOPIC = "ipam.audit"
@@ -42,7 +43,8 @@ async def record(
 
     Secret locations never enter it (core/secret_locations: viewers read entries, and each
     goes out as an event body)."""
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         _RECORD,
         actor,
         action,

@@ -155,7 +155,8 @@ def _norm_text(code: int, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _enc_text(code: int, payload: dict[str, Any]) -> bytes:
-    return payload["value"].encode("ascii")
+    text: str = payload["value"]
+    return text.encode("ascii")
 
 
 def _norm_integer(code: int, payload: dict[str, Any]) -> dict[str, Any]:

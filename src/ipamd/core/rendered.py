@@ -45,7 +45,7 @@ class RenderedRows:
         for row_id, version in rows:
             entry = held((kind, row_id))
             fresh = entry is not None and entry[0] == version and entry[1] >= oldest
-            texts.append(entry[2] if fresh else None)  # type: ignore[index]
+            texts.append(entry[2] if fresh and entry is not None else None)
         return texts
 
     def put(self, kind: str, row_id: Hashable, version: int, text: str) -> None:

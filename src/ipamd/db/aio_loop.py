@@ -40,7 +40,7 @@ import selectors
 import threading
 from asyncio import events
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import outcome
 import trio
@@ -93,7 +93,7 @@ class Crossing(Generic[T]):
         self.timeout = timeout
         self.deadline = math.inf if timeout is None else trio.current_time() + timeout
         self.timed_out = False
-        self.raise_cancel: Callable[[], Any] | None = None
+        self.raise_cancel: Callable[[], NoReturn] | None = None
         self.waiter: trio.lowlevel.Task | None = None
         if timeout is not None:
             driven._timed[self] = None
@@ -121,7 +121,7 @@ class Crossing(Generic[T]):
             await trio.lowlevel.cancel_shielded_checkpoint()
             return _result(task, self).unwrap()
 
-        def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
+        def abort(raise_cancel: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
             # Not aborted yet: ``_finished`` wakes the caller once the task has ended.
             self.raise_cancel = raise_cancel
             task.cancel()
@@ -189,10 +189,11 @@ class DrivenLoop:
 
     def _next_timer(self) -> float:
         """The trio time of the loop's next timer; inf without one."""
-        scheduled = self.loop._scheduled  # type: ignore[attr-defined]
+        # asyncio's private timer heap (see the module's docstring)
+        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]
         if not scheduled:
             return math.inf
-        return trio.current_time() + max(0.0, scheduled[0]._when - self.loop.time())
+        return trio.current_time() + max(0.0, scheduled[0].when() - self.loop.time())
 
     def _wake_driver(self) -> None:
         if self._waiting is not None:

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 import asyncpg
 import trio
@@ -39,7 +39,31 @@ UNIT_TIMEOUT_SECONDS = 60.0
 # memory. So no connection arms any: the pool keeps its connections (at most pool_max) and
 # statements stay cached (asyncpg's LRU of 100 per connection bounds them); the unit timeout
 # is trio's.
-NO_TIMERS: dict[str, Any] = {"max_cached_statement_lifetime": 0}
+class NoTimers(TypedDict):
+    """The keyword arguments of asyncpg's connect and create_pool that arm no timer."""
+
+    max_cached_statement_lifetime: int
+
+
+NO_TIMERS: NoTimers = {"max_cached_statement_lifetime": 0}
+
+
+class Notifications:
+    """A LISTEN's payloads, read with ``async for``; ``release()`` ends it (``Database.listen``)."""
+
+    __slots__ = ("_payloads", "_release")
+
+    def __init__(self, payloads: trio.MemoryReceiveChannel[str],
+                 release: Callable[[], Awaitable[None]]) -> None:
+        self._payloads = payloads
+        self._release = release
+
+    def __aiter__(self) -> trio.MemoryReceiveChannel[str]:
+        return self._payloads
+
+    async def release(self) -> None:
+        """Close the listening connection; never raises."""
+        await self._release()
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -168,7 +192,7 @@ class Database:
             raise
         return Unit(self, crossing)
 
-    async def listen(self, channel: str, buffer: int = 1024) -> trio.MemoryReceiveChannel[str]:
+    async def listen(self, channel: str, buffer: int = 1024) -> Notifications:
         """LISTEN on ``channel``; payloads arrive on the returned trio channel.
 
         The listener has its own connection (not a pooled one: a pooled connection that
@@ -205,8 +229,7 @@ class Database:
             if not conn.is_closed():
                 self._loop.soon(conn.terminate)
 
-        receive.release = release  # type: ignore[attr-defined]
-        return receive
+        return Notifications(receive, release)
 
 
 async def _listen_connection(

@@ -149,7 +149,9 @@ class Cluster:
         argv = self.server_argv(fast=fast)
         os.execv(argv[0], argv)  # noqa: S606 - fixed argv
 
-    def spawn_server(self, *, fast: bool = False, log_file: Path | None = None) -> subprocess.Popen:
+    def spawn_server(
+        self, *, fast: bool = False, log_file: Path | None = None
+    ) -> subprocess.Popen[bytes]:
         """Start postgres as a child process (the test harness)."""
         out = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
         return subprocess.Popen(  # noqa: S603

@@ -100,4 +100,5 @@ async def schema_version(conn: asyncpg.Connection) -> int | None:
     exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
     if not exists:
         return None
-    return await conn.fetchval("SELECT max(version) FROM schema_migrations")
+    version: int | None = await conn.fetchval("SELECT max(version) FROM schema_migrations")
+    return version

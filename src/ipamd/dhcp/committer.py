@@ -369,7 +369,7 @@ class Committer(Generic[Q]):
             if self.queued:
                 self._wake_one()  # more ops waiting that may go in beside this batch
             try:
-                ok = await self._commit([tx.op for tx in flight.batch], first)  # type: ignore[misc]
+                ok = await self._commit([tx.op for tx in flight.batch], first)
             finally:
                 if not flight.answered:
                     self._out_of_database(flight)

@@ -134,8 +134,8 @@ def build(build_dir: Path = BUILD_DIR) -> None:
             )
             dist = Distribution({"name": GROUP, "ext_modules": modules})
             command = dist.get_command_obj("build_ext")
-            command.build_lib = str(Path(temp) / "lib")  # type: ignore[attr-defined]
-            command.build_temp = str(Path(temp) / "obj")  # type: ignore[attr-defined]
+            command.build_lib = str(Path(temp) / "lib")
+            command.build_temp = str(Path(temp) / "obj")
             dist.run_command("build_ext")
         finally:
             os.chdir(previous)

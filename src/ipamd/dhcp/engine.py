@@ -274,7 +274,7 @@ def release_claim(tx: Exchange, env: Env) -> None:
     """Give back the address picked for the op (committed or not, it is no longer pending)."""
     op = tx.op
     if op is not None and op.kind == OpKind.INSERT:
-        env.pending_in(op.subnet_id).discard(op.ip)  # type: ignore[arg-type]
+        env.pending_in(op.subnet_id).discard(op.ip)
 
 
 def finish(tx: Exchange, env: Env) -> Decision:

@@ -36,7 +36,9 @@ _RETRY_SECONDS = 30.0
 
 async def table_rows(conn: asyncpg.Connection) -> float:
     """The planner's row count of ``leases``; negative when it was never analyzed."""
-    return await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'leases'::regclass")
+    rows: float = await conn.fetchval(
+        "SELECT reltuples FROM pg_class WHERE oid = 'leases'::regclass")
+    return rows
 
 
 # What the lease store's statements (leasestore.py) filter, join and order leases by.

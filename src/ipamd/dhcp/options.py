@@ -262,13 +262,15 @@ def decode_u8(value: bytes) -> int:
 def decode_u16(value: bytes) -> int:
     if len(value) != 2:
         raise MalformedPacket("bad_option_length", f"expected 2 bytes, got {len(value)}")
-    return _U16.unpack(value)[0]
+    number: int = _U16.unpack(value)[0]
+    return number
 
 
 def decode_u32(value: bytes) -> int:
     if len(value) != 4:
         raise MalformedPacket("bad_option_length", f"expected 4 bytes, got {len(value)}")
-    return _U32.unpack(value)[0]
+    number: int = _U32.unpack(value)[0]
+    return number
 
 
 def decode_str(value: bytes) -> str:

@@ -53,7 +53,8 @@ _CLASSES = "SELECT id, name, match, value FROM client_classes ORDER BY id"
 
 
 async def version(conn: asyncpg.Connection) -> int:
-    return await conn.fetchval("SELECT last_value FROM dhcp_plan_version")
+    number: int = await conn.fetchval("SELECT last_value FROM dhcp_plan_version")
+    return number
 
 
 async def load_rows(conn: asyncpg.Connection) -> dict[str, Any]:
@@ -135,7 +136,7 @@ class PlanHolder(Generic[P]):
                         self._wake.set()
                 finally:
                     with trio.CancelScope(shield=True):
-                        await channel.release()  # type: ignore[attr-defined]
+                        await channel.release()
             except DB_ERRORS as error:
                 log_failure(self._log, error, "plan listener lost (%s); retrying",
                             error.__class__.__name__)

@@ -53,6 +53,7 @@ def _keytab(path: str) -> str:
 def _context(server: Server) -> Any:
     try:
         import gssapi  # the optional dependency, only for this adapter
+        from gssapi.raw.misc import GSSError
     except ImportError:  # e.g. the appliance image, which ships without it
         raise DnsFailure("KERBEROS", "the gssapi package is not installed on this appliance: "
                          "ad_gsstsig cannot sign updates") from None
@@ -69,22 +70,23 @@ def _context(server: Server) -> Any:
         target = gssapi.Name(f"DNS@{server.krb_service_host}",
                              gssapi.NameType.hostbased_service)
         return gssapi.SecurityContext(name=target, creds=creds, usage="initiate")
-    except gssapi.exceptions.GSSError as error:
+    except GSSError as error:
         raise DnsFailure("KERBEROS", str(error)[:500]) from None
 
 
 def _step(context: Any, token: bytes | None) -> bytes | None:
-    import gssapi
+    from gssapi.raw.misc import GSSError
 
     try:
-        return context.step(token)
-    except gssapi.exceptions.GSSError as error:
+        reply: bytes | None = context.step(token)
+        return reply
+    except GSSError as error:
         raise DnsFailure("KERBEROS", str(error)[:500]) from None
 
 
 def _tkey_query(keyname: dns.name.Name, token: bytes) -> dns.message.Message:
     now = int(time.time())
-    tkey = dns.rdtypes.ANY.TKEY.TKEY(
+    tkey = dns.rdtypes.ANY.TKEY.TKEY(  # type: ignore[no-untyped-call]  # dnspython: unannotated
         dns.rdataclass.ANY, dns.rdatatype.TKEY, dns.tsig.GSS_TSIG, now, now + 3600,
         TKEY_MODE_GSSAPI, dns.rcode.NOERROR, token)
     query = dns.message.make_query(keyname, dns.rdatatype.TKEY, dns.rdataclass.ANY)
@@ -103,7 +105,8 @@ async def negotiate(server: Server, timeout: float) -> dns.tsig.Key:
     query = _tkey_query(keyname, token or b"")
     # The adapter steps the context with the server's TKEY token while the reply is parsed,
     # so the reply's own GSS-TSIG signature can be checked (RFC 3645 §3.1.3).
-    query.keyring = dns.tsig.GSSTSigAdapter({keyname: key})
+    query.keyring = dns.tsig.GSSTSigAdapter(  # type: ignore[no-untyped-call]  # unannotated
+        {keyname: key})
     try:
         response = await dns.asyncquery.tcp(query, server.address or "", timeout=timeout,
                                             port=server.port)
@@ -119,8 +122,8 @@ async def negotiate(server: Server, timeout: float) -> dns.tsig.Key:
         raise DnsFailure(dns.rcode.to_text(response.rcode()), f"TKEY refused by {where}")
     answer = next((rr for rr in response.answer if rr.rdtype == dns.rdatatype.TKEY), None)
     if answer is None or answer[0].error != dns.rcode.NOERROR:
-        error = "no TKEY record" if answer is None else dns.rcode.to_text(answer[0].error)
-        raise DnsFailure("BADKEY", f"{where} did not agree a GSS-TSIG key ({error})")
+        why = "no TKEY record" if answer is None else dns.rcode.to_text(answer[0].error)
+        raise DnsFailure("BADKEY", f"{where} did not agree a GSS-TSIG key ({why})")
     if not context.complete:  # Kerberos completes in one round trip
         raise DnsFailure("BADKEY", f"GSS-TSIG negotiation with {where} did not complete")
     return key

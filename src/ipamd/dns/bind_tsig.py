@@ -54,7 +54,7 @@ def tsig_key(server: Server) -> dns.tsig.Key:
                         ALGORITHMS.get(server.tsig_algorithm, dns.tsig.HMAC_SHA256))
 
 
-async def send(server: Server, msg: dns.message.Message, timeout: float) -> int:
+async def send(server: Server, msg: dns.message.Message, timeout: float) -> dns.rcode.Rcode:
     """The server's rcode for ``msg``; every other outcome is a DnsFailure naming it."""
     where = f"{server.address}:{server.port}"
     try:
@@ -76,7 +76,7 @@ async def send(server: Server, msg: dns.message.Message, timeout: float) -> int:
     return response.rcode()
 
 
-def _fail(rcode: int, what: str) -> DnsFailure:
+def _fail(rcode: dns.rcode.Rcode, what: str) -> DnsFailure:
     return DnsFailure(dns.rcode.to_text(rcode), what)
 
 

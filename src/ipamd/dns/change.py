@@ -85,10 +85,10 @@ def dhcid_for(name: str, mac: str | None, client_id: str | None,
         kind, identifier = 0, b"\x01" + bytes.fromhex(mac.replace(":", ""))
     else:
         raise BadChange("the lease has neither a client identifier nor a MAC for its DHCID")
-    wire = dns.name.from_text(name).canonicalize().to_wire()
+    wire = dns.name.from_text(name).to_digestable()  # canonical (lower-case) wire form
     digest = hashlib.sha256(identifier + wire).digest()
-    return DHCID(dns.rdataclass.IN, dns.rdatatype.DHCID,
-                 kind.to_bytes(2, "big") + b"\x01" + digest)
+    return DHCID(  # type: ignore[no-untyped-call]  # dnspython: DHCID.__init__ is unannotated
+        dns.rdataclass.IN, dns.rdatatype.DHCID, kind.to_bytes(2, "big") + b"\x01" + digest)
 
 
 def _record(image: Any, default_ttl: int) -> Record | None:

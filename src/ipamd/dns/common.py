@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core.errors import conflict
+from ipamd.core.rows import fetch_one
 
 
 async def fetch_unique(
@@ -16,7 +17,7 @@ async def fetch_unique(
     """One INSERT/UPDATE … RETURNING in a savepoint; a duplicate becomes 409 naming ``what``."""
     try:
         async with conn.transaction():
-            return await conn.fetchrow(sql, *args)
+            return await fetch_one(conn, sql, *args)
     except asyncpg.UniqueViolationError:
         raise conflict(what) from None
 

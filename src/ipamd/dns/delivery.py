@@ -17,6 +17,7 @@ import asyncpg
 import trio
 
 from ipamd.core.secret_locations import scrub
+from ipamd.db.bridge import Notifications
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dns import change as change_mod
 from ipamd.dns.ad_gsstsig import AdGssTsig
@@ -45,19 +46,19 @@ async def _server(
     return row, state
 
 
-def superseded(change: change_mod.Change, lease_state: str | None) -> bool:
+def superseded(change: change_mod.LeaseChange, lease_state: str | None) -> bool:
     """Rows of one lease may be delivered out of order (retries, parallel workers): each
     applies only if it still says what the lease is now — an add while the lease is active,
     a remove while it is not (released, expired, gone; or active again: a later add holds)."""
-    if not isinstance(change, change_mod.LeaseChange):
-        return False
     return (lease_state == "active") != (change.op == "add")
 
 
 def _lease_id(payload: object) -> uuid.UUID | None:
+    if not isinstance(payload, dict):
+        return None
     try:
-        return uuid.UUID(str(payload["lease_id"]))  # type: ignore[index]
-    except (KeyError, TypeError, ValueError):
+        return uuid.UUID(str(payload["lease_id"]))
+    except (KeyError, ValueError):
         return None
 
 
@@ -79,7 +80,7 @@ class DnsDeliverer:
         row, lease_state = await self.state.db.run(_server, server_id, lease_id)
         if row is None:
             return attempt.final(f"DNS server {server_id} was deleted: nothing to update")
-        if superseded(change, lease_state):
+        if isinstance(change, change_mod.LeaseChange) and superseded(change, lease_state):
             return attempt.delivered(response=f"superseded: the lease is {lease_state or 'gone'} "
                                      f"now, so this {change.op} is not applied")
         server = Server.of(row)
@@ -119,7 +120,7 @@ async def _work_queued(conn: asyncpg.Connection) -> bool:
         "WHERE state IN ('pending', 'retrying') AND kind = 'dns')"))
 
 
-async def _look_again(notifications: trio.MemoryReceiveChannel[str], seconds: float) -> bool:
+async def _look_again(notifications: Notifications, seconds: float) -> bool:
     """True once a ``dns`` notification came or ``seconds`` passed; False: the listener is
     lost (its channel ended), so LISTEN again."""
     with trio.move_on_after(seconds):
@@ -147,7 +148,7 @@ async def wait_for_work(state: AppState) -> None:
                     return
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(2):
-                    await notifications.release()  # type: ignore[attr-defined]
+                    await notifications.release()
         except DB_ERRORS as error:
             log_failure(throttle, error, "waiting for DNS work: %s", error.__class__.__name__)
         await trio.sleep(_RETRY_SECONDS)

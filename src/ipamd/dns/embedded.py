@@ -29,6 +29,7 @@ import dns.rdataclass
 import dns.rdatatype
 import trio
 
+from ipamd.db.bridge import Notifications
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dns import zonedata
 from ipamd.state import AppState
@@ -113,7 +114,7 @@ class EmbeddedDns:
             except (dns.exception.DNSException, OSError, ValueError):
                 continue
 
-    async def refresher(self, notifications: Any, nursery: trio.Nursery) -> None:
+    async def refresher(self, notifications: Notifications, nursery: trio.Nursery) -> None:
         async def listen() -> None:
             async for _payload in notifications:
                 self._wake.set()

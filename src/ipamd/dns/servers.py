@@ -16,6 +16,7 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.secret_locations import redacted
 from ipamd.core.tenancy import tenant_for_create
 from ipamd.dns.common import fetch_unique, page_sql
@@ -103,7 +104,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    return redacted(public(row))
+    shown: dict[str, Any] = redacted(public(row))
+    return shown
 
 
 def _dup(name: str) -> str:
@@ -185,7 +187,8 @@ async def delete(conn: asyncpg.Connection, actor: str, server_id: uuid.UUID) -> 
     )
     if before is None:
         raise not_found("DNS server", str(server_id))
-    users = await conn.fetchrow(
+    users = await fetch_one(
+        conn,
         """SELECT (SELECT count(*) FROM dns_zones WHERE server_id = $1) AS zones,
                   (SELECT count(*) FROM subnets WHERE ddns_server_id = $1) AS subnets""",
         server_id,

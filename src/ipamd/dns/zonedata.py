@@ -40,7 +40,8 @@ class Zone:
     ttl: int
     soa: dns.rrset.RRset
     # owner name → type → rdataset (the apex holds SOA and NS too)
-    nodes: dict[dns.name.Name, dict[int, dns.rdataset.Rdataset]] = field(default_factory=dict)
+    nodes: dict[dns.name.Name, dict[dns.rdatatype.RdataType, dns.rdataset.Rdataset]] = field(
+        default_factory=dict)
     digest: str = ""
     # Every owner name and all its ancestors, made on the first lookup after a change:
     # a name exists (records, or an empty non-terminal) iff it is in this set.
@@ -75,7 +76,7 @@ class Zone:
                 if rdtype == dns.rdatatype.SOA:
                     continue
                 rrset = dns.rrset.RRset(name, dns.rdataclass.IN, rdtype)
-                rrset.update(rdataset)
+                rrset.update(rdataset)  # type: ignore[no-untyped-call]  # dnspython: Set.update
                 yield rrset
 
 
@@ -222,9 +223,10 @@ def respond(zones: Mapping[dns.name.Name, Zone], query: dns.message.Message) -> 
     return response
 
 
-def _rrset(name: dns.name.Name, rdtype: int, rdataset: dns.rdataset.Rdataset) -> dns.rrset.RRset:
+def _rrset(name: dns.name.Name, rdtype: dns.rdatatype.RdataType,
+           rdataset: dns.rdataset.Rdataset) -> dns.rrset.RRset:
     rrset = dns.rrset.RRset(name, dns.rdataclass.IN, rdtype)
-    rrset.update(rdataset)
+    rrset.update(rdataset)  # type: ignore[no-untyped-call]  # dnspython: Set.update is unannotated
     return rrset
 
 

@@ -13,6 +13,7 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.tenancy import tenant_for_create
 from ipamd.dns.common import fetch_unique, page_sql
 
@@ -91,7 +92,8 @@ async def update(
         return public(before)
     if "server_id" in changes:
         await _server_exists(conn, changes["server_id"])
-    after = await conn.fetchrow(
+    after = await fetch_one(
+        conn,
         f"""UPDATE dns_zones SET server_id = $2, default_ttl = $3, updated_at = now()
             WHERE id = $1 RETURNING {COLUMNS}""",
         zone_id, changes.get("server_id", before["server_id"]),
@@ -107,7 +109,8 @@ async def delete(conn: asyncpg.Connection, actor: str, zone_id: uuid.UUID) -> No
     )
     if before is None:
         raise not_found("DNS zone", str(zone_id))
-    users = await conn.fetchrow(
+    users = await fetch_one(
+        conn,
         """SELECT (SELECT count(*) FROM dns_records WHERE zone_id = $1) AS records,
                   (SELECT count(*) FROM subnets
                    WHERE ddns_zone = $2 OR ddns_reverse_zone = $2) AS subnets""",

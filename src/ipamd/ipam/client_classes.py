@@ -9,6 +9,7 @@ import asyncpg
 
 from ipamd.core import audit, identifiers
 from ipamd.core.errors import conflict, invalid
+from ipamd.core.rows import fetch_one
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
 
@@ -51,7 +52,8 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
     tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
     value = match_value(fields["match"], fields["value"])
     await _duplicate(conn, tenant_id, fields["name"], None)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"""INSERT INTO client_classes (tenant_id, name, match, value, description)
             VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}""",
         tenant_id, fields["name"], fields["match"], value, fields.get("description") or "",
@@ -98,7 +100,8 @@ async def update(
     if "name" in changes:
         await _duplicate(conn, current["tenant_id"], changes["name"], class_id)
     clause, values = set_clause(changes, UPDATABLE)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE client_classes SET {clause} WHERE id = $1 RETURNING {COLUMNS}", class_id,
         *values,
     )

@@ -23,6 +23,7 @@ import asyncpg
 from ipamd.core import validate
 from ipamd.core.errors import not_found
 from ipamd.core.lease_events import derive_all
+from ipamd.core.rows import fetch_one
 
 # The identity parameters of GET /history, each with the condition it puts on
 # lease_intervals. $1 is the (normalised) value, $2 the optional giaddr.
@@ -389,7 +390,8 @@ async def address_map(conn: asyncpg.Connection, subnet_id: uuid.UUID, at: dt.dat
         first = int(network.network_address)
         ranges, points = plan_layers(network, plan)
         offsets = sorted(points)
-        row = await conn.fetchrow(
+        row = await fetch_one(
+            conn,
             _MAP_SQL, subnet_id, at, network, offsets, [points[n][1] for n in offsets])
     planned = [(n, points[n][0]) for n in row["planned"] or ()]
     counts = count_states(ranges, first, sorted(row["held"] or ()), row["declined"], planned)
@@ -447,7 +449,7 @@ async def _map_v6(
     states = [points[n][0] for n in offsets]
     bounds = ([ipaddress.IPv6Address(lo) for lo, _, _ in ranges],
               [ipaddress.IPv6Address(hi) for _, hi, _ in ranges])
-    totals = await conn.fetchrow(_MAP_V6, subnet_id, at, network, ips, entries, states, after,
+    totals = await fetch_one(conn, _MAP_V6, subnet_id, at, network, ips, entries, states, after,
                                  limit + 1, *bounds)
     counts = dict.fromkeys(STATES, 0)
     for (lo, hi, state), inside in zip(ranges, totals["inside"], strict=True):

@@ -121,10 +121,11 @@ async def sorted_page(
 
 async def count(conn: asyncpg.Connection, f: LeaseFilter) -> int:
     """How many leases the filters select."""
-    return await conn.fetchval(
+    selected: int = await conn.fetchval(
         f"SELECT count(*) FROM leases WHERE $1::boolean AND {_FILTERED}",
         True, *_filter_args(f),
     )
+    return selected
 
 
 async def get(conn: asyncpg.Connection, lease_id: uuid.UUID) -> dict[str, Any]:

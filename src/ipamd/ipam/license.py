@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 
 from ipamd.core.errors import LicenseLimit
+from ipamd.core.rows import fetch_one
 
 LICENSE_LOCK = 0x1BA3E  # advisory lock key; MIGRATION_LOCK is 0x1BA3D
 
@@ -37,7 +38,7 @@ async def lock(conn: asyncpg.Connection) -> None:
 
 async def check_room(conn: asyncpg.Connection, grant: Entitlement, adding: int = 1) -> None:
     """Inside a transaction that holds ``lock``: 402 when ``adding`` more would exceed the cap."""
-    row = await conn.fetchrow(_COUNT)
+    row = await fetch_one(conn, _COUNT)
     managed = row["reservations"] + row["assignments"]
     if managed + adding > grant.cap:
         raise LicenseLimit(
@@ -48,7 +49,7 @@ async def check_room(conn: asyncpg.Connection, grant: Entitlement, adding: int =
 
 
 async def status(conn: asyncpg.Connection, grant: Entitlement) -> dict[str, Any]:
-    row = await conn.fetchrow(_COUNT)
+    row = await fetch_one(conn, _COUNT)
     managed = row["reservations"] + row["assignments"]
     cap = grant.cap
     return {

@@ -30,7 +30,7 @@ def range_rules(net: validate.Network, start: validate.IPAddress,
         reason = validate.host_in(net, address)
         if reason:
             raise invalid(field, reason)
-    if end < start:
+    if int(end) < int(start):  # one family: both are hosts of ``net``
         raise invalid("end_ip", f"{end} is before start_ip {start}")
 
 

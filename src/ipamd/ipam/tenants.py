@@ -9,6 +9,7 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict
+from ipamd.core.rows import fetch_one
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import DEFAULT_TENANT, inside_message, one, set_clause
 
@@ -29,7 +30,8 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
 
 @guarded
 async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"INSERT INTO tenants (name, description) VALUES ($1, $2) RETURNING {COLUMNS}",
         fields["name"],
         fields.get("description") or "",
@@ -66,7 +68,8 @@ async def update(
     if not changes:
         return before
     clause, values = set_clause(changes, UPDATABLE)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE tenants SET {clause} WHERE id = $1 RETURNING {COLUMNS}", tenant_id, *values
     )
     after = public(row)
@@ -81,7 +84,8 @@ async def delete(conn: asyncpg.Connection, actor: str, tenant_id: uuid.UUID) -> 
     ))
     if tenant_id == DEFAULT_TENANT:
         raise conflict("the default tenant cannot be deleted")
-    counts = await conn.fetchrow(
+    counts = await fetch_one(
+        conn,
         """SELECT (SELECT count(*) FROM prefixes WHERE tenant_id = $1) AS prefix,
                   (SELECT count(*) FROM subnets WHERE tenant_id = $1) AS subnet,
                   (SELECT count(*) FROM client_classes WHERE tenant_id = $1) AS "client class",

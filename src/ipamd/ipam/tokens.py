@@ -12,6 +12,7 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import NotFound, conflict, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.tenancy import tenant_for_create
 
 PREFIX = "service_live_"
@@ -73,7 +74,8 @@ async def create(
                 "nothing; authenticate with a Bearer token")
     tenant = await tenant_for_create(conn, tenant_id)
     secret = new_secret()
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"""INSERT INTO tokens (name, role, secret_hash, hint, expires_at, created_by, tenant_id)
             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {_COLUMNS}""",
         name,
@@ -121,7 +123,8 @@ async def revoke(conn: asyncpg.Connection, actor: str, token_id: Any) -> None:
         raise not_found("token", str(token_id))
     if before["revoked_at"] is not None:
         raise NotFound(f"token {token_id} is already revoked")
-    after = await conn.fetchrow(
+    after = await fetch_one(
+        conn,
         f"""UPDATE tokens SET revoked_at = now(), updated_at = now() WHERE id = $1
             RETURNING {_COLUMNS}""",
         token_id,

@@ -19,6 +19,7 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.secret_locations import redacted
 from ipamd.core.tenancy import tenant_for_create
 from ipamd.outbox import secrets
@@ -116,7 +117,8 @@ def _out(row: asyncpg.Record) -> dict[str, Any]:
 def audited(row: dict[str, Any]) -> dict[str, Any]:
     """The destination as the audit log keeps it: viewers read the log, and a *_ref says
     where a secret lives, so it reads (redacted) there (core/secret_locations)."""
-    return redacted(row)
+    shown: dict[str, Any] = redacted(row)
+    return shown
 
 
 async def create(conn: asyncpg.Connection, actor: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +168,8 @@ async def update(conn: asyncpg.Connection, actor: str, destination_id: uuid.UUID
     if name != before["name"] and await conn.fetchval(
             "SELECT 1 FROM alert_destinations WHERE name = $1", name):
         raise conflict(f"an alert destination named {name!r} exists")
-    after = _out(await conn.fetchrow(
+    after = _out(await fetch_one(
+        conn,
         """UPDATE alert_destinations SET name = $2, settings = $3::jsonb, enabled = $4,
                updated_at = now() WHERE id = $1 RETURNING *""",
         destination_id, name, settings, enabled))

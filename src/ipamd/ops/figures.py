@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from ipamd.core.rows import fetch_one
 from ipamd.ipam import utilisation as ipam_utilisation
 
 LIVE = ("offered", "active", "declined")
@@ -92,7 +93,8 @@ async def grants_per_minute(conn: asyncpg.Connection) -> list[dict[str, Any]]:
 async def lease_journal(conn: asyncpg.Connection) -> dict[str, Any]:
     """Lease changes not yet derived into history and events (workers/lease_journal.py): a
     few at any moment, more while a lease storm holds derivation back."""
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         "SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS oldest FROM lease_journal")
     return {"rows": row["n"], "oldest_seconds": round(float(row["oldest"] or 0), 3)}
 

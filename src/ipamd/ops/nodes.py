@@ -35,7 +35,7 @@ async def register(
     addresses: dict[str, Any], services: dict[str, bool], dhcp: dict[str, Any] | None,
 ) -> uuid.UUID:
     """Insert or take over the row of this node's name (a restart keeps its id)."""
-    return await conn.fetchval(
+    node_id: uuid.UUID = await conn.fetchval(
         """INSERT INTO nodes (name, version, pid, started_at, addresses, services, dhcp)
            VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::jsonb)
            ON CONFLICT (name) DO UPDATE SET version = $2, pid = $3, started_at = $4,
@@ -45,6 +45,7 @@ async def register(
         name, version, pid, started_at, addresses, services,
         dhcp,
     )
+    return node_id
 
 
 async def heartbeat(

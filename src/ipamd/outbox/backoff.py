@@ -62,10 +62,8 @@ def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> floa
     if text.isdigit():
         return float(int(text))
     try:
-        when = email.utils.parsedate_to_datetime(text)
+        when = email.utils.parsedate_to_datetime(text)  # raises on a bad date since 3.10
     except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)

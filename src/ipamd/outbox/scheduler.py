@@ -132,7 +132,7 @@ class Scheduler:
                 finally:
                     with trio.CancelScope(shield=True), trio.move_on_after(
                             SHUTDOWN_GRACE_SECONDS):
-                        await notifications.release()  # type: ignore[attr-defined]
+                        await notifications.release()
             except DB_ERRORS as error:
                 log_failure(self._db_log, error, "outbox listener lost (%s); retrying",
                             error.__class__.__name__)

@@ -21,6 +21,7 @@ import trio
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.secret_locations import redacted
 from ipamd.core.tenancy import tenant_for_create
 from ipamd.outbox import queue, secrets, topics
@@ -106,7 +107,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 
 
 def audited(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    return redacted(public(row))
+    shown: dict[str, Any] = redacted(public(row))
+    return shown
 
 
 def _duplicate_name(name: str) -> Exception:
@@ -126,7 +128,8 @@ async def create(
     try:
         # A savepoint, so a duplicate name leaves the surrounding transaction usable.
         async with conn.transaction():
-            row = await conn.fetchrow(
+            row = await fetch_one(
+                conn,
                 f"""INSERT INTO webhooks (name, url, secret_ref, previous_secret_ref, topics,
                                           enabled, tenant_id)
                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {_COLUMNS}""",
@@ -177,7 +180,8 @@ async def update(
     assignments = ", ".join(f"{name} = ${i}" for i, name in enumerate(columns, start=2))
     try:
         async with conn.transaction():
-            after = await conn.fetchrow(
+            after = await fetch_one(
+                conn,
                 f"""UPDATE webhooks SET {assignments}, updated_at = now() WHERE id = $1
                     RETURNING {_COLUMNS}""",
                 webhook_id, *(changes[name] for name in columns),

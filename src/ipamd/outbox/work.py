@@ -15,6 +15,7 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, not_found
+from ipamd.core.rows import fetch_one
 from ipamd.core.secret_locations import redacted
 from ipamd.outbox.queue import CHANNEL, QUEUED
 
@@ -99,7 +100,8 @@ async def list_page(
 
 async def count(conn: asyncpg.Connection, filters: Filters) -> dict[str, int]:
     """How many rows the list's filters select, and how many of them Replay would take."""
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"""SELECT count(*) AS rows, count(*) FILTER (WHERE {_REPLAYABLE}) AS replayable
             FROM outbox o WHERE {_FILTERED}""",
         None, *_args(filters),
@@ -170,7 +172,8 @@ async def replay(conn: asyncpg.Connection, actor: str, outbox_id: uuid.UUID) -> 
                 f"outbox row {outbox_id} is {before['state']}: only failed rows can be replayed"
             )
         raise conflict(f"webhook {before['webhook_id']} was deleted: nothing to deliver to")
-    after = await conn.fetchrow(
+    after = await fetch_one(
+        conn,
         f"""UPDATE outbox o SET state = 'pending', attempts = 0, next_attempt_at = now(),
                 claim = NULL, claimed_by = NULL, updated_at = now()
             WHERE o.id = $1 RETURNING {_COLUMNS}""",

@@ -71,7 +71,7 @@ async def _listen(state: AppState, throttle: Throttle) -> None:
                     state.lease_journal.written()
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await notifications.release()  # type: ignore[attr-defined]
+                    await notifications.release()
         except DB_ERRORS as error:
             log_failure(throttle, error, "lease journal listener lost (%s); retrying",
                         error.__class__.__name__)

@@ -80,8 +80,9 @@ async def _sorted(
 
 
 async def _count(conn: asyncpg.Connection, q: AuditFilters) -> int:
-    return await conn.fetchval(
+    selected: int = await conn.fetchval(
         f"SELECT count(*) FROM audit_log WHERE $1::boolean AND {_FILTERED}", True, *q.args())
+    return selected
 
 
 @router.route(

@@ -195,8 +195,9 @@ class RecordOut(BaseModel):
 
 # ---- servers
 
-def _shown(ctx: RequestContext, value: Any) -> Any:
-    return secret_locations.shown_to(ctx.caller.role, value)
+def _shown(ctx: RequestContext, value: dict[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = secret_locations.shown_to(ctx.caller.role, value)
+    return shown
 
 
 @router.route("POST", "/dns-servers", role="admin", summary="Create a DNS server",

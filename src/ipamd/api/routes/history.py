@@ -241,6 +241,8 @@ def build_lookup(q: HistoryQuery, zone: zoneinfo.ZoneInfo | None) -> history.Loo
         giaddr = parse_ipv4("giaddr", q.giaddr)
     if q.at is not None and (q.from_ is not None or q.to is not None):
         raise bad_request("at (a moment) cannot be combined with from/to (a range)")
+    start: dt.datetime | None
+    end: dt.datetime | None
     if q.at is not None:
         start = end = parse_time("at", q.at, zone)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
 
 from pydantic import Field
 
@@ -61,7 +62,7 @@ async def create_token(ctx: RequestContext) -> Reply:
     "GET", "/tokens", role="admin", summary="List tokens (never their secrets)",
     query=TokenQuery, response=Page[TokenOut], errors=(400, 401, 403),
 )
-async def list_tokens(ctx: RequestContext) -> dict:
+async def list_tokens(ctx: RequestContext) -> dict[str, Any]:
     query: TokenQuery = ctx.query
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [uuid.UUID])
@@ -74,7 +75,7 @@ async def list_tokens(ctx: RequestContext) -> dict:
     "GET", "/tokens/{token_id}", role="admin", summary="Read one token (never its secret)",
     response=TokenOut, errors=(401, 403, 404),
 )
-async def get_token(ctx: RequestContext, token_id: uuid.UUID) -> dict:
+async def get_token(ctx: RequestContext, token_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.run(tokens.get, token_id)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from ipamd.api.router import RequestContext, Router
@@ -23,7 +25,7 @@ class WhoAmI(BaseModel):
     "GET", "/whoami", role="viewer", summary="The calling token's name and role",
     response=WhoAmI, errors=(401, 403),
 )
-async def whoami(ctx: RequestContext) -> dict:
+async def whoami(ctx: RequestContext) -> dict[str, Any]:
     caller = ctx.caller
     return {
         "token_id": caller.token_id,
