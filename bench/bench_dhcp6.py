@@ -55,6 +55,7 @@ from dhcp_figures import (  # noqa: E402
     late_offer_spans,
     parse_perfdhcp,
     percentile,
+    process_cpu,
     server_figures,
     spans_text,
 )
@@ -126,6 +127,7 @@ class Result:
     rr_p99_ms: float | None = None
     cpu_us: float | None = None     # server CPU (process tree + its backends) per SARR
     cpu_db_us: float | None = None  # of which its PostgreSQL backends
+    cpu_main_us: float | None = None  # of which its main process (ipamd: the DHCP servers)
     load: float | None = None
     steal_pct: float | None = None
     client_ran: float | None = None
@@ -197,6 +199,7 @@ def _rounded(value: float | None) -> float | None:
 class Rig(dhcp_rig.Rig):
     relay_if: str = ""  # perfdhcp's interface (its global address is RELAY_IP)
     ipamd_dhcp6: tuple[tuple[str, str], ...] = ()  # extra [dhcp6] keys (TOML values)
+    profile: bool = False  # ipamd's main process under cProfile (--profile)
 
     def perfdhcp(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
         argv = ["perfdhcp", "-6", "-A1", "-l", self.relay_if, "-g", "single", *args, SERVER_IP]
@@ -300,7 +303,9 @@ def create_plan(base: str) -> None:
 def ipamd(rig: Rig, template: str, label: str) -> Iterator[tuple[Any, str | None]]:
     """The appliance on a fresh database (cloned from a migrated template), plan via the API."""
     database = rig.fresh_database("ipamd", template)
-    with ipamd_running(rig, ipamd_config(rig, database), database, label, create_plan) as proc:
+    profile = rig.out / f"{label}.prof" if rig.profile else None
+    with ipamd_running(rig, ipamd_config(rig, database), database, label, create_plan,
+                       profile) as proc:
         yield proc, database
 
 
@@ -321,6 +326,7 @@ def measure(rig: Rig, server: str, rate: int, run: int, args: argparse.Namespace
         before = rig.udp_overflows(rig.srv), rig.udp_overflows(rig.rly)
         meter = CpuMeter(proc.pid, database, PG_USER)
         meter.start()
+        main_before = process_cpu(proc.pid)
         machine = MachineMeter().start()
         client = ClientMeter("perfdhcp", args.period).start()
         done = rig.perfdhcp("-r", str(rate), "-p", str(args.period), "-R", str(args.clients),
@@ -335,6 +341,7 @@ def measure(rig: Rig, server: str, rate: int, run: int, args: argparse.Namespace
             except BenchError:
                 derived = math.inf
         cpu = meter.seconds()
+        main_after = process_cpu(proc.pid)
         steal_pct = machine.steal_percent()
         client_times = client.result()
         idle_pct = client.cores.idle_percent() if client_times is not None else None
@@ -363,6 +370,8 @@ def measure(rig: Rig, server: str, rate: int, run: int, args: argparse.Namespace
     if granted:
         result.cpu_us = round(sum(cpu) / granted * 1e6, 1)
         result.cpu_db_us = round(cpu[1] / granted * 1e6, 1) if database else None
+        if main_before is not None and main_after is not None:
+            result.cpu_main_us = round((main_after - main_before) / granted * 1e6, 1)
     result.overflow_srv, result.overflow_rly = after[0] - before[0], after[1] - before[1]
     return result
 
@@ -403,7 +412,8 @@ def row(r: Result, at: dict[str, Result]) -> str:
     return (f"{r.rate:>6}  {r.server:<10} {fmt(r.sarr_per_s, 1):>9} "
             f"{f'{r.drops_sa}/{r.drops_rr}':>11} {r.rejected:>6} {r.failure_pct:>5.1f}% "
             f"{fmt(r.avg_ms, 2):>7} {fmt(r.p50_ms, 2):>7} {fmt(r.p99_ms, 1):>7} "
-            f"{fmt(r.rr_p50_ms, 2):>7} {fmt(r.cpu_us, 0):>7} {fmt(r.cpu_db_us, 0):>6}  "
+            f"{fmt(r.rr_p50_ms, 2):>7} {fmt(r.cpu_us, 0):>7} {fmt(r.cpu_db_us, 0):>6} "
+            f"{fmt(r.cpu_main_us, 0):>6}  "
             f"{vs_pg:>9} {vs_mem:>10} {fmt(r.load, 1):>5} {fmt(r.steal_pct, 1):>6} "
             f"{f'{fmt(r.client_ran, 2)}/{fmt(r.client_waited, 2)}':>11} {fmt(r.idle_pct, 0):>5} "
             f"{f'{r.overflow_srv}/{r.overflow_rly}':>12}  {r.note}")
@@ -412,7 +422,7 @@ def row(r: Result, at: dict[str, Result]) -> str:
 def table(results: list[Result], servers: list[str], runs: int) -> str:
     head = (f"{'rate':>6}  {'server':<10} {'SARR/s':>9} {'drops S/R':>11} {'rej':>6} "
             f"{'fail%':>6} {'avg ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'RR p50':>7} "
-            f"{'CPU us':>7} {'of db':>6}  {'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} "
+            f"{'CPU us':>7} {'of db':>6} {'main':>6}  {'vs kea-pg':>9} {'vs kea-mem':>10} {'load':>5} "
             f"{'steal%':>6} {'client r/w':>11} {'idle%':>5} {'ovfl srv/rly':>12}  note")
     rows: list[str] = []
     for run in range(1, runs + 1):
@@ -429,7 +439,8 @@ def table(results: list[Result], servers: list[str], runs: int) -> str:
                 "address); fail%: both ÷ messages sent; avg ms: Solicit->Advertise avg + "
                 "Request->Reply avg; p50/p99 ms: Solicit->Reply of completed SARRs; RR p50: "
                 "Request->Reply (the commit's share); CPU us: per SARR, the server's processes "
-                "and its PostgreSQL backends (of db); the other columns as in bench_dhcp.py "
+                "and its PostgreSQL backends (of db), and of its main process (main: ipamd's DHCP "
+                "servers, Kea's whole server); the other columns as in bench_dhcp.py "
                 "(bench/README.md)")
     return "\n".join(rows + summary(results, servers, runs))
 
@@ -541,6 +552,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ipamd-dhcp6", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra [dhcp6] key for ipamd, VALUE in TOML "
                              "(e.g. commit_window_us=200); repeatable")
+    parser.add_argument("--profile", action="store_true",
+                        help="run ipamd's main process under cProfile: <step>.prof in the "
+                             "results folder (python -m pstats); it costs ipamd CPU, so its "
+                             "figures are not comparable then")
     parser.add_argument("--stamps-max", type=int, default=STAMPS_MAX, metavar="RATE",
                         help="perfdhcp -x t (every exchange's timestamps: the percentiles) "
                              "only at rates up to RATE (default %(default)s)")
@@ -621,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster, pg_proc = start_postgres(work, durable=not args.pg_nondurable)
             rig = Rig(lab=lab, srv=srv, rly=rly, work=work, out=out, pg=cluster,
                       pg_proc=pg_proc, kea_severity=args.kea_log, relay_if=pair.b,
-                      ipamd_dhcp6=args.ipamd_dhcp6_pairs)
+                      ipamd_dhcp6=args.ipamd_dhcp6_pairs, profile=args.profile)
             template = (ipamd_template(rig, lambda name: ipamd_config(rig, name))
                         if "ipamd" in args.server_list else None)
             results = sweep(rig, args, template)

@@ -293,14 +293,18 @@ def post(api: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def ipamd_running(rig: Rig, config: Path, database: str, label: str,
-                  create_plan: Callable[[str], None]) -> Iterator[subprocess.Popen[Any]]:
+                  create_plan: Callable[[str], None],
+                  profile: Path | None = None) -> Iterator[subprocess.Popen[Any]]:
     """The appliance on ``config`` (its own fresh ``database``) inside ``srv``, its plan made
     by ``create_plan(api_base)`` through its API, answering; stopped and the database
-    dropped on exit."""
+    dropped on exit. With ``profile``, its main process (the DHCP servers, the committer,
+    the database crossings: one thread) runs under cProfile, whose statistics are written
+    there when it stops (SIGTERM: a graceful stop)."""
     log = rig.out / f"{label}.log"
+    profiler = ("-m", "cProfile", "-o", str(profile)) if profile else ()
     try:
         with open(log, "w") as handle:
-            proc = rig.lab.spawn(rig.srv, [sys.executable, "-m", "ipamd", "--config",
+            proc = rig.lab.spawn(rig.srv, [sys.executable, *profiler, "-m", "ipamd", "--config",
                                            str(config), "run"], cwd=ROOT, env=ipamd_env(),
                                  stdout=handle, stderr=subprocess.STDOUT)
         try:
@@ -310,7 +314,7 @@ def ipamd_running(rig: Rig, config: Path, database: str, label: str,
             rig.wait_answering(proc, 60, log)
             yield proc
         finally:
-            rig.lab.stop(proc, timeout=10)
+            rig.lab.stop(proc, timeout=30 if profile else 10)
     finally:
         rig.drop_database(database)
 
