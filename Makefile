@@ -106,6 +106,7 @@ test: system-test venv compiled
 lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m tests.support.import_contract
+	$(BIN)/python -m tests.support.no_patching
 
 bench: system-bench venv compiled
 	$(BIN)/python bench/run_all.py

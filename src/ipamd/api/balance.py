@@ -6,10 +6,11 @@ wins nearly every accept, and with a socket per worker (SO_REUSEPORT) the kernel
 hash of the client's address and port, so 8 keep-alive clients came out 4/4 in about a
 quarter of runs and 6/2, 7/1 or 8/0 otherwise. A closed loop's figures follow the split:
 with 8 clients at 1,000 requests/s, p50 3.9 ms at 4/4, 7.8 ms at 6/2, 13.4 ms at 8/0
-(issue 17), because one worker can use only one core.
+(bench/bench_api.py on the 2-core VM), because one worker can use only one core.
 
 So each worker counts its open connections in a slot of a small shared segment (a memfd the
-main process makes and every worker inherits) and accepts only while it holds no more than
+main process makes and every worker inherits) and, through a BalancedListener around each
+listening socket (api/serve.py, given the share), accepts only while it holds no more than
 the least-loaded serving worker; one with more waits, re-checking every POLL_SECONDS, and
 the next connection goes to another. A worker already waiting in accept when another's
 connection closes stops waiting within POLL_SECONDS. A worker that holds no connection
@@ -24,9 +25,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any
 
-import hypercorn.trio.run
 import trio
 
 # How soon a worker notices that its share changed (another's connection closed). A new
@@ -113,7 +112,7 @@ class CountedStream(trio.abc.HalfCloseableStream):
     def __init__(self, stream: trio.SocketStream, share: ConnectionShare) -> None:
         self._stream = stream
         self._share: ConnectionShare | None = share
-        self.socket = stream.socket  # hypercorn reads the peer's address from it
+        self.socket = stream.socket  # api/http1.py and api/conncap.py read the peer from it
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -169,22 +168,3 @@ class BalancedListener(trio.abc.Listener[CountedStream]):
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-
-class _TrioForHypercorn:
-    """trio as hypercorn's trio worker sees it: itself, but each listening socket it wraps
-    is a BalancedListener. (hypercorn builds its listeners inside its serve function and
-    has no option for this; only that module's name ``trio`` is replaced.)"""
-
-    def __init__(self, share: ConnectionShare) -> None:
-        self._share = share
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(trio, name)
-
-    def SocketListener(self, sock: trio.socket.SocketType) -> BalancedListener:
-        return BalancedListener(trio.SocketListener(sock), self._share)
-
-
-def install(share: ConnectionShare) -> None:
-    """In an API worker process, before hypercorn serves: accept by ``share``'s rule."""
-    hypercorn.trio.run.trio = _TrioForHypercorn(share)  # type: ignore[assignment]

@@ -2,13 +2,10 @@
 the connection's own task, each response written in one piece where it can be
 (api/http1_write.py). api/serve.py accepts the connections and hands each one here.
 
-hypercorn serves HTTP/1.1 through h11 (pure Python) and its trio server, which per request
-restarts a keep-alive timer task, spawns a task for the app, passes events through a memory
-channel and takes a lock per write. Measured on the 2-core VM with a trivial ASGI app and 8
-keep-alive clients, that is ~450 µs of CPU per request before the app does anything (76 µs
-here), a third of what the API spends on `GET /prefixes?limit=50` (docs/DEVELOPING.md,
-"HTTP/1.x is served by api/http1.py"). TLS offers http/1.1 only by ALPN: h2 would skip
-every bound of this layer.
+Not hypercorn's h11 server: per request it restarted a timer task, spawned a task for the
+app, passed events through a channel and parsed in pure Python, ~450 µs of CPU before the
+app did anything (76 µs here; docs/DEVELOPING.md, "HTTP/1.x is served by api/http1.py").
+TLS offers http/1.1 only by ALPN: h2 would skip every bound of this layer.
 
 What a client sees is what hypercorn and h11 gave it, and what RFC 9112 asks of a server:
 keep-alive (HTTP/1.1, or 1.0 asking for it) up to ``max_requests`` requests, an idle
@@ -449,21 +446,3 @@ async def serve_connection(app: AsgiApp, settings: Http1Settings, stopping: trio
         return
     await connection.run()
 
-
-def install(caps: Any) -> None:
-    """Transitional (removed once the runtime serves through api/serve.py): every
-    connection hypercorn's trio worker accepts served here, within ``caps``."""
-    import functools
-
-    import hypercorn.trio.run
-
-    from ipamd.api.conncap import serve_capped
-
-    async def capped(app: Any, config: Config, context: Any, state: Any,
-                     stream: trio.abc.Stream) -> None:
-        handler = functools.partial(serve_connection, app.app,
-                                    Http1Settings.from_config(config),
-                                    context.terminated, state)
-        await serve_capped(caps, handler, stream)
-
-    hypercorn.trio.run.TCPServer = capped  # type: ignore[assignment,misc]

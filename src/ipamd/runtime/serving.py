@@ -12,13 +12,12 @@ from pathlib import Path
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
-from hypercorn.typing import Framework
+from hypercorn.typing import ASGIFramework
 from hypercorn.utils import repr_socket_addr
 
-from ipamd.api import balance, http1
 from ipamd.api.balance import ConnectionShare
 from ipamd.api.conncap import ConnectionCaps
+from ipamd.api.serve import serve
 from ipamd.config import Config, ConfigError
 from ipamd.dhcp.sockets import interface_addresses
 from ipamd.tls import ensure_self_signed, harden_server_context, load_pair
@@ -74,12 +73,11 @@ def connection_caps(config: Config) -> ConnectionCaps:
                           config.api.max_connections_per_worker)
 
 
-async def serve_in_main_process(app: Framework, config: Config, stop: trio.Event, *,
+async def serve_in_main_process(app: ASGIFramework, config: Config, stop: trio.Event, *,
                                 task_status: trio.TaskStatus[list[str]]) -> None:
     """The API in this process, on the configured addresses, until ``stop``; then it drains."""
-    http1.install(connection_caps(config))
-    await serve(app, hypercorn_config(config), shutdown_trigger=stop.wait,
-                task_status=task_status)
+    await serve(app, hypercorn_config(config), connection_caps(config),
+                shutdown_trigger=stop.wait, task_status=task_status)
 
 
 @dataclass
@@ -112,13 +110,11 @@ def listeners(config: Config) -> Listeners:
     return Listeners(list(sockets.secure_sockets), list(sockets.insecure_sockets), binds)
 
 
-async def serve_in_worker(app: Framework, config: Config, https_fds: list[int],
+async def serve_in_worker(app: ASGIFramework, config: Config, https_fds: list[int],
                           http_fds: list[int], share: ConnectionShare, stop: trio.Event, *,
                           task_status: trio.TaskStatus[list[str]]) -> None:
     """The API in an API worker, on the sockets its parent passed, taking connections by
     ``share``'s rule (api/balance.py), until ``stop``; then it drains."""
-    http1.install(connection_caps(config))
-    balance.install(share)
     hc = hypercorn_config(config)
     hc.bind = [f"fd://{fd}" for fd in https_fds]
     hc.insecure_bind = [f"fd://{fd}" for fd in http_fds]
@@ -126,6 +122,7 @@ async def serve_in_worker(app: Framework, config: Config, https_fds: list[int],
         hc.bind, hc.insecure_bind = hc.insecure_bind, []
     share.start_serving()
     try:
-        await serve(app, hc, shutdown_trigger=stop.wait, task_status=task_status)
+        await serve(app, hc, connection_caps(config), share=share,
+                    shutdown_trigger=stop.wait, task_status=task_status)
     finally:
         share.stop_serving()
