@@ -25,6 +25,8 @@ TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc 
 TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client dnsperf wrk
 BENCH_PACKAGES += kea-dhcp6-server  # bench_dhcp6.py: kea-dhcp6 beside perfdhcp -6 (kea-admin) (issue 49)
+# `make lint`: the console's JavaScript linter (Debian's eslint, with its node modules).
+LINT_PACKAGES := eslint
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
 LAB_PACKAGES := $(RUN_PACKAGES) postgresql-client patroni etcd-server
 # The image build (image/build.sh) and its boot test run on the build host, never in CI.
@@ -34,7 +36,7 @@ IMAGE_PACKAGES := mmdebstrap git diffoscope-minimal gcc python3-dev python3-venv
 BOOT_PACKAGES := $(IMAGE_PACKAGES) podman runc uidmap isc-dhcp-client isc-dhcp-relay iproute2
 VM_BOOT_PACKAGES := $(IMAGE_PACKAGES) qemu-system-x86 isc-dhcp-client isc-dhcp-relay iproute2
 
-.PHONY: FORCE run setup test lint bench clean compiled tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-image system-boot system-vm-boot venv console-vendor ha-lab dhcp6-kill9-lab
+.PHONY: FORCE run setup test lint bench clean compiled tarball image image-verify image-boot-test image-vm-boot-test system-run system-test system-bench system-lint system-image system-boot system-vm-boot venv console-vendor ha-lab dhcp6-kill9-lab
 
 venv: $(BIN)/.installed
 
@@ -79,6 +81,9 @@ system-test:
 system-bench:
 	$(call apt_ensure,$(BENCH_PACKAGES))
 
+system-lint:
+	$(call apt_ensure,$(LINT_PACKAGES))
+
 system-image:
 	$(call apt_ensure,$(IMAGE_PACKAGES))
 
@@ -102,11 +107,15 @@ test: system-test venv compiled
 	IPAMD_EXPECT_COMPILED=1 $(BIN)/python -m pytest
 
 # ruff, then the import contract between the rooms (docs/DEVELOPING.md): a break names
-# the file, the line and the import.
-lint: venv
+# the file, the line and the import; then eslint over the console's modules (.eslintrc.json:
+# eslint:recommended, lines of at most 120 characters, no module-level `let`). NODE_PATH:
+# Debian's node modules live in /usr/share/nodejs, which a nodejs not built by Debian
+# (NodeSource's) does not search; -f unix: the default formatter needs chalk, not a dependency.
+lint: system-lint venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m tests.support.import_contract
 	$(BIN)/python -m tests.support.no_patching
+	NODE_PATH=/usr/share/nodejs eslint --max-warnings 0 -f unix src/ipamd/console/js
 
 bench: system-bench venv compiled
 	$(BIN)/python bench/run_all.py

@@ -1,6 +1,6 @@
 // A resource section: a paged list, a create form, edit and delete per row — writes only
 // offered to roles that may make them.
-import { can, del } from "./api.js";
+import { can } from "./api.js";
 import { clear, h } from "./dom.js";
 import { confirmDialog, errorBox, form, notice, pagedTable, section } from "./ui.js";
 
@@ -13,7 +13,9 @@ export function crudSection({
   // Many rows at once (bulk): a checkbox per row, one confirmation naming them, then one
   // DELETE each (the API's rules and messages per row; the ones refused are listed).
   const many = writer && remove && bulk;
-  const bulkButton = many ? h("button", { type: "button", class: "button small danger", disabled: true, onclick: () => removeMany() }, `${removeLabel} selected`) : null;
+  const bulkButton = many ? h("button", {
+    type: "button", class: "button small danger", disabled: true, onclick: () => removeMany(),
+  }, `${removeLabel} selected`) : null;
   const panel = h("div", { class: "panel" });
   const tableSlot = h("div");
   const el = section(title);
@@ -83,14 +85,16 @@ export function crudSection({
       const each = await Promise.all(rows.slice(0, 20).map((row) => impact(row).catch((error) => error.message)));
       said = each.map((text, k) => (text ? `${describe(rows[k])}: ${text}` : null)).filter(Boolean).join(" ") || null;
     }
-    if (!(await confirmDialog(`${removeLabel} ${rows.length} ${rows.length === 1 ? noun : `${noun}s`} (${names})?`, `${removeLabel} ${rows.length}`, said))) return;
+    const question = `${removeLabel} ${rows.length} ${rows.length === 1 ? noun : `${noun}s`} (${names})?`;
+    if (!(await confirmDialog(question, `${removeLabel} ${rows.length}`, said))) return;
     const refused = [];
     for (const row of rows) {
       try { await remove(row); } catch (error) { refused.push(`${describe(row)}: ${error.message}`); }
     }
     const done = rows.length - refused.length;
     await reload(`${done} ${done === 1 ? noun : `${noun}s`} ${removeLabel === "Delete" ? "deleted" : "revoked"}.`);
-    if (refused.length) panel.append(errorBox(new Error(`Not ${removeLabel === "Delete" ? "deleted" : "revoked"}: ${refused.join("; ")}`)));
+    const not = `Not ${removeLabel === "Delete" ? "deleted" : "revoked"}`;
+    if (refused.length) panel.append(errorBox(new Error(`${not}: ${refused.join("; ")}`)));
   }
 
   if (writer && create) {

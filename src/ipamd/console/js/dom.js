@@ -34,8 +34,9 @@ export function clear(el) {
   return el;
 }
 
-let uid = 0;
+// An id for a label's `for` or an aria reference: random, so no counter is kept (64 bits:
+// a clash among a page's few hundred ids is out of reach).
 export function nextId(prefix = "f") {
-  uid += 1;
-  return `${prefix}-${uid}`;
+  const [a, b] = crypto.getRandomValues(new Uint32Array(2));
+  return `${prefix}-${a.toString(36)}${b.toString(36)}`;
 }

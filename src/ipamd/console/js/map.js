@@ -1,7 +1,7 @@
 // The address map: every address of a subnet as a cell coloured by state; a subnet larger
 // than a /24 is shown as /24 blocks first, with drill-down. Redrawn for any moment ("As of").
 import { get } from "./api.js";
-import { append, clear, h } from "./dom.js";
+import { clear, h } from "./dom.js";
 import { errorBox, fmtTime } from "./ui.js";
 
 // network, broadcast and gateway are the subnet's own addresses (never "free"): drawn from the
@@ -70,7 +70,9 @@ function describe(model, i) {
 }
 
 function legend(counts) {
-  return h("ul", { class: "legend", "aria-label": "Legend" }, STATES.filter((s) => counts[s] || !["network", "broadcast", "gateway"].includes(s)).map((s) =>
+  // The subnet's own addresses are listed only when the subnet has them.
+  const shown = STATES.filter((s) => counts[s] || !["network", "broadcast", "gateway"].includes(s));
+  return h("ul", { class: "legend", "aria-label": "Legend" }, shown.map((s) =>
     h("li", {}, h("span", { class: `swatch st-${s}`, "aria-hidden": "true" }), `${s} ${counts[s] ?? 0}`)));
 }
 
@@ -99,14 +101,16 @@ function roving(grid, columns) {
 }
 
 function cellsView(model, from, count, info) {
-  const grid = h("div", { class: "map-grid", role: "group", "aria-label": `Addresses ${intToIp(model.base + from)} to ${intToIp(model.base + from + count - 1)}` });
+  const span = `${intToIp(model.base + from)} to ${intToIp(model.base + from + count - 1)}`;
+  const grid = h("div", { class: "map-grid", role: "group", "aria-label": `Addresses ${span}` });
   const frag = document.createDocumentFragment();
   for (let k = 0; k < count; k += 1) {
     const i = from + k;
     const text = describe(model, i);
     frag.append(h("button", {
       type: "button", class: `cell st-${STATES[model.states[i]]}`, tabindex: k === 0 ? 0 : -1,
-      "aria-label": text, title: text, dataset: { i: String(i), ip: intToIp(model.base + i), state: STATES[model.states[i]] },
+      "aria-label": text, title: text,
+      dataset: { i: String(i), ip: intToIp(model.base + i), state: STATES[model.states[i]] },
     }));
   }
   grid.append(frag);
@@ -134,7 +138,8 @@ function blocksView(model, onOpen) {
     const used = USED.reduce((a, code) => a + counts[code], 0);
     const percent = (100 * used) / (end - b * 256);
     const pooled = counts[CODE.pool];
-    const label = `${intToIp(model.base + b * 256)}/24: ${used} of ${end - b * 256} in use (${percent.toFixed(1)} %)${pooled ? `, ${pooled} free in pools` : ""}`;
+    const label = `${intToIp(model.base + b * 256)}/24: ${used} of ${end - b * 256} in use (${percent.toFixed(1)} %)`
+      + (pooled ? `, ${pooled} free in pools` : "");
     frag.append(h("button", {
       type: "button", class: `block heat-${heatOf(percent)}`, tabindex: b === 0 ? 0 : -1, title: label,
       "aria-label": label, dataset: { i: String(b), block: intToIp(model.base + b * 256), used: String(used) },
@@ -151,7 +156,8 @@ function blocksView(model, onOpen) {
 
 function localInputValue(date) {
   const pad = (n) => String(n).padStart(2, "0");
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  const day = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+  return `${day}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
 const WEEK_MINUTES = 7 * 24 * 60;
@@ -159,16 +165,26 @@ const WEEK_MINUTES = 7 * 24 * 60;
 export function addressMap(subnetId, subnet) {
   const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
   const body = h("div", { class: "map-body" });
-  const info = h("div", { class: "map-info", role: "status", "aria-live": "polite" }, "Point at an address to see who holds it.");
+  const info = h("div", { class: "map-info", role: "status", "aria-live": "polite" },
+    "Point at an address to see who holds it.");
   const asOfLabel = h("span", { class: "as-of-label", "data-testid": "as-of" }, "now");
   const picker = h("input", { id: "map-at", type: "datetime-local", step: 1 });
-  const slider = h("input", { id: "map-slider", type: "range", min: 0, max: WEEK_MINUTES, step: 15, value: WEEK_MINUTES, "aria-valuetext": "now" });
+  const slider = h("input", {
+    id: "map-slider", type: "range", min: 0, max: WEEK_MINUTES, step: 15, value: WEEK_MINUTES, "aria-valuetext": "now",
+  });
   const nowButton = h("button", { type: "button", class: "button small" }, "Now");
   let block = null;
   let model = null;
   let timer = null;
   let seq = 0;
   let moment = null; // null: now
+
+  function backToBlocks() {
+    const b = block;
+    block = null;
+    draw();
+    body.querySelector(`[data-i="${b}"]`)?.focus();
+  }
 
   function draw() {
     clear(body);
@@ -181,11 +197,12 @@ export function addressMap(subnetId, subnet) {
     if (model.size <= 256) {
       body.append(cellsView(model, 0, model.size, info));
     } else if (block === null) {
-      body.append(h("p", { class: "muted" }, "Each square is a /24, coloured by how much of it is in use. Open one to see its addresses."),
-        heatLegend(), blocksView(model, (b) => { block = b; draw(); body.querySelector(".cell")?.focus(); }));
+      body.append(h("p", { class: "muted" },
+        "Each square is a /24, coloured by how much of it is in use. Open one to see its addresses."),
+      heatLegend(), blocksView(model, (b) => { block = b; draw(); body.querySelector(".cell")?.focus(); }));
     } else {
       body.append(h("div", { class: "row" },
-        h("button", { type: "button", class: "button small", onclick: () => { const b = block; block = null; draw(); body.querySelector(`[data-i="${b}"]`)?.focus(); } }, "← All /24 blocks"),
+        h("button", { type: "button", class: "button small", onclick: backToBlocks }, "← All /24 blocks"),
         h("strong", {}, `${intToIp(model.base + block * 256)}/24`)),
       cellsView(model, block * 256, Math.min(256, model.size - block * 256), info));
     }
@@ -239,7 +256,8 @@ export function addressMap(subnetId, subnet) {
   const el = h("div", { class: "address-map" },
     h("div", { class: "map-controls" },
       h("label", { for: "map-at" }, "As of"), picker,
-      h("label", { for: "map-slider" }, "Past 7 days"), h("span", { class: "muted" }, "−7 d"), slider, h("span", { class: "muted" }, "now"),
+      h("label", { for: "map-slider" }, "Past 7 days"), h("span", { class: "muted" }, "−7 d"), slider,
+      h("span", { class: "muted" }, "now"),
       nowButton, h("span", {}, "Showing: ", asOfLabel)),
     legendSlot, info, body);
   el.ready = load();

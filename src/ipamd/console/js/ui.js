@@ -41,7 +41,8 @@ export function confirmDialog(message, okLabel = "Confirm", impact = null) {
     const impactId = impact ? nextId("dlg") : null;
     const dialog = h("dialog", { class: "dialog", "aria-labelledby": titleId, "aria-describedby": impactId });
     const done = (value) => { dialog.close(); dialog.remove(); resolve(value); };
-    const cancel = h("button", { type: "button", class: "button", autofocus: true, onclick: () => done(false) }, "Cancel");
+    const cancel = h("button", { type: "button", class: "button", autofocus: true, onclick: () => done(false) },
+      "Cancel");
     append(dialog, [
       h("p", { id: titleId }, message),
       impact ? h("p", { id: impactId, class: "impact", "data-testid": "impact" }, impact) : null,
@@ -139,7 +140,8 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
     messages[field.name] = h("div", { id: msgId, class: "field-error", "aria-live": "polite" });
     el.append(h("div", { class: `field ${field.type === "checkbox" ? "check" : ""}`, dataset: { field: field.name } },
       h("label", { for: id }, field.label), control,
-      field.suggestions ? h("datalist", { id: `${id}-list` }, field.suggestions.map((v) => h("option", { value: v }))) : null,
+      field.suggestions
+        ? h("datalist", { id: `${id}-list` }, field.suggestions.map((v) => h("option", { value: v }))) : null,
       field.help ? h("div", { id: helpId, class: "help" }, field.help) : null,
       messages[field.name]));
   }
@@ -185,8 +187,9 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
           shown = true;
         }
       }
-      if (!shown) formError.append(errorBox(error));
-      else formError.append(h("div", { class: "alert error", role: "alert" }, "Please correct the fields marked below."));
+      const said = shown ? h("div", { class: "alert error", role: "alert" }, "Please correct the fields marked below.")
+        : errorBox(error);
+      formError.append(said);
     } finally {
       submit.disabled = false;
     }
@@ -203,7 +206,11 @@ export function form({ fields, initial, submitLabel = "Save", onSubmit, onCancel
  * select: {enabled: row => bool, label: row => text, onChange: rows => void} — a checkbox per
  * row (and one for every loaded row), for bulk actions.
  */
-export function pagedTable({ columns, load, empty = "Nothing here yet.", caption, rowProps, sort, onSort, total, select }) {
+const SORT_MARKS = { ascending: " ▲", descending: " ▼" };
+
+export function pagedTable({
+  columns, load, empty = "Nothing here yet.", caption, rowProps, sort, onSort, total, select,
+}) {
   const tbody = h("tbody");
   const status = h("div", { class: "table-status", role: "status" });
   const counter = h("p", { class: "table-count muted", "data-testid": "table-count" });
@@ -225,10 +232,13 @@ export function pagedTable({ columns, load, empty = "Nothing here yet.", caption
   } }) : null;
   const selectCell = (row) => {
     if (!select.enabled(row)) return h("td", { class: "select-cell" });
-    const box = h("input", { type: "checkbox", class: "row-select", "aria-label": `Select ${select.label(row)}`, onchange: () => {
-      if (box.checked) chosen.set(box, row); else chosen.delete(box);
-      select.onChange([...chosen.values()]);
-    } });
+    const box = h("input", {
+      type: "checkbox", class: "row-select", "aria-label": `Select ${select.label(row)}`,
+      onchange: () => {
+        if (box.checked) chosen.set(box, row); else chosen.delete(box);
+        select.onChange([...chosen.values()]);
+      },
+    });
     return h("td", { class: "select-cell" }, box);
   };
   async function next() {
@@ -262,11 +272,12 @@ export function pagedTable({ columns, load, empty = "Nothing here yet.", caption
     return h("th", { scope: "col", "aria-sort": way || "none" }, h("button", {
       type: "button", class: "sort", title: `Sort by ${c.label}`,
       onclick: () => onSort(way === "ascending" ? `-${c.sort}` : c.sort),
-    }, c.label, h("span", { class: "sort-mark", "aria-hidden": "true" }, way === "ascending" ? " ▲" : way === "descending" ? " ▼" : " ↕")));
+    }, c.label, h("span", { class: "sort-mark", "aria-hidden": "true" }, SORT_MARKS[way] ?? " ↕")));
   };
   const table = h("table", { class: "table" },
     caption ? h("caption", {}, caption) : null,
-    h("thead", {}, h("tr", {}, select ? h("th", { scope: "col", class: "select-cell" }, all) : null, columns.map(head))), tbody);
+    h("thead", {}, h("tr", {}, select ? h("th", { scope: "col", class: "select-cell" }, all) : null,
+      columns.map(head))), tbody);
   // The wrapper scrolls sideways on narrow screens: focusable, so the keyboard can scroll it.
   const el = h("div", { class: "paged" }, counter, h("div", {
     class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption || "Table",

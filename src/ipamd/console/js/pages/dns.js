@@ -1,25 +1,13 @@
-// DNS pages: servers (admin writes), zones, a zone's static records; Work → DNS from each.
+// DNS: servers (admin writes) and zones; Work → DNS from each.
 // Secret locations (secret_ref, keytab_path) come from the API already redacted for other
 // roles (docs/security.md: the one rule for secrets); the console shows what it is given.
-import { del, get, patch, post } from "./api.js";
-import { h } from "./dom.js";
-import { crudSection } from "./crud.js";
-import { link, plural, section } from "./ui.js";
+import { del, get, patch, post } from "../api.js";
+import { h } from "../dom.js";
+import { link, plural } from "../ui.js";
+import { crudSection } from "../crud.js";
+import { dash, pageOf, pickerOf } from "../lists.js";
 
-const pageOf = (path, params) => (cursor) => get(path, { ...params, cursor });
-const dash = (v) => (v === null || v === undefined || v === "" ? "—" : String(v));
-const workLink = (label) => link("#/work?kind=dns", label);
-
-// The first 200 rows of a list as a select; null when the list cannot be read.
-export async function pickerOf(path, field, label, empty, name, params = {}) {
-  try {
-    const page = await get(path, { limit: 200, ...params });
-    const options = page.items.map((x) => [x.id, name(x)]);
-    return { name: field, label, type: "select", nullable: true, options: empty === null ? options : [["", empty], ...options], items: page.items };
-  } catch {
-    return null;
-  }
-}
+export const workLink = (label) => link("#/work?kind=dns", label);
 
 const ADAPTERS = [["embedded", "embedded (this appliance answers)"], ["bind_tsig", "bind_tsig (RFC 2136 + TSIG)"],
   ["powerdns_http", "powerdns_http (PowerDNS API)"], ["ad_gsstsig", "ad_gsstsig (Active Directory, GSS-TSIG)"]];
@@ -49,9 +37,10 @@ function where(s) {
   return s.address ? `${s.address}:${s.port}` : "—";
 }
 
-async function dnsPage(view) {
+export async function dnsPage(view) {
   view.append(h("h1", {}, "DNS"), h("p", { class: "muted" },
-    "Servers the appliance updates (or answers as, embedded), their zones and static records. Updates and their failures: ",
+    "Servers the appliance updates (or answers as, embedded), their zones and static records. ",
+    "Updates and their failures: ",
     workLink("Work → DNS"), "."));
   const tenants = await pickerOf("/tenants", "tenant_id", "Tenant", "default tenant", (t) => t.name);
   const servers = await pickerOf("/dns-servers", "server_id", "Server", null, (s) => `${s.name} (${s.adapter})`);
@@ -72,7 +61,8 @@ async function dnsPage(view) {
   });
   const zoneFields = () => [
     { name: "name", label: "Zone name", required: true, placeholder: "lan.example or 0.10.in-addr.arpa" },
-    servers ? { ...servers, options: [["", "choose a server"], ...servers.options] } : { name: "server_id", label: "Server id" },
+    servers ? { ...servers, options: [["", "choose a server"], ...servers.options] }
+      : { name: "server_id", label: "Server id" },
     { name: "default_ttl", label: "Default TTL (seconds)", type: "number", placeholder: "3600" },
     ...(tenants ? [tenants] : []),
   ];
@@ -101,43 +91,3 @@ async function dnsPage(view) {
   view.append(serverSec, zoneSec);
   await Promise.all([serverSec.ready, zoneSec.ready]);
 }
-
-const RECORD_TYPES = ["A", "AAAA", "CNAME", "PTR", "TXT", "MX", "SRV", "NS"];
-const recordFields = [
-  { name: "name", label: "Name (@, relative or absolute in the zone)", required: true, placeholder: "www" },
-  { name: "type", label: "Type", type: "select", options: RECORD_TYPES },
-  { name: "value", label: "Value", required: true, placeholder: "10.0.0.5, '10 mail', host.example.com." },
-  { name: "ttl", label: "TTL (empty: the zone's default)", type: "number", nullable: true },
-];
-
-async function zonePage(view, { args }) {
-  const zone = await get(`/dns-zones/${args[0]}`);
-  let server = null;
-  try { server = await get(`/dns-servers/${zone.server_id}`); } catch { /* shown as its id */ }
-  view.append(h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, link("#/dns", "DNS"), " / ", zone.name),
-    h("h1", {}, `Zone ${zone.name}`));
-  view.append(section("Zone", h("dl", { class: "kv" }, [
-    ["Kind", zone.kind], ["Server", server ? `${server.name} (${server.adapter})` : zone.server_id],
-    ["Default TTL", `${zone.default_ttl} s`], ["Updates", workLink("Work → DNS")],
-  ].map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))));
-  const sec = crudSection({
-    title: "Static records", noun: "record", fields: recordFields,
-    columns: [
-      { label: "Name", value: (r) => r.name }, { label: "Type", value: (r) => r.type },
-      { label: "Value", value: (r) => h("code", {}, r.value) },
-      { label: "TTL", value: (r) => (r.ttl === null ? `${zone.default_ttl} (zone default)` : String(r.ttl)) },
-    ],
-    describe: (r) => `${r.name} ${r.type}`, bulk: true,
-    list: pageOf(`/dns-zones/${zone.id}/records`),
-    create: (v) => post(`/dns-zones/${zone.id}/records`, v),
-    update: (r, v) => patch(`/dns-records/${r.id}`, v),
-    remove: (r) => del(`/dns-records/${r.id}`),
-  });
-  view.append(sec);
-  await sec.ready;
-}
-
-export const dnsRoutes = [
-  [/^\/dns$/, dnsPage],
-  [/^\/dns\/zones\/([0-9a-f-]{36})$/, zonePage],
-];

@@ -1,0 +1,54 @@
+// A subnet's form fields, by family, with its DDNS server and zones offered from the lists.
+import { pickerOf } from "./lists.js";
+
+const ADAPTERS = ["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"];
+const subnetFields = [
+  { name: "cidr", label: "CIDR", required: true, placeholder: "10.1.2.0/24" },
+  { name: "name", label: "Name" },
+  { name: "description", label: "Description" },
+  { name: "gateway", label: "Gateway", nullable: true, v4: true },
+  { name: "lease_time_seconds", label: "Lease time (seconds)", type: "number" },
+  { name: "dhcp_enabled", label: "DHCP enabled", type: "checkbox", default: true },
+  { name: "next_server", label: "PXE next server", nullable: true, v4: true },
+  { name: "boot_file", label: "PXE boot file", nullable: true, v4: true },
+  { name: "ntp_servers", label: "NTP servers (comma separated)", type: "list" },
+  { name: "ddns_adapter", label: "DDNS adapter", type: "select", options: ADAPTERS, default: "none" },
+  { name: "ddns_zone", label: "DDNS forward zone", nullable: true },
+  { name: "ddns_reverse_zone", label: "DDNS reverse zone", nullable: true },
+  { name: "ddns_ttl", label: "DDNS TTL", type: "number", nullable: true },
+  { name: "ddns_server_id", label: "DDNS server", nullable: true },
+];
+
+// An IPv6 subnet has no gateway and no PXE fields (docs/api-ipam.md, "IPv6"): the API refuses them.
+export const isV6 = (cidr) => String(cidr || "").includes(":");
+export const familyFields = (v6) => subnetFields.filter((f) => !(v6 && f.v4));
+export const V6_NOTE = "IPv6: no gateway — hosts learn their default routers from Router Advertisements "
+  + "(RFC 4861); no PXE next server or boot file — give the boot file URL as DHCPv6 option 59 (RFC 5970) "
+  + "under Options.";
+
+// The DDNS server as a picker and the zones with the known zones offered (a zone of an
+// external server need not be one of the appliance's: the field stays free text).
+// `servers` is the server picker (null when the list cannot be read); `byField` what
+// replaces or extends each field.
+export async function loadDdnsPickers() {
+  const [servers, zones] = await Promise.all([
+    pickerOf("/dns-servers", "ddns_server_id", "DDNS server", "none", (x) => `${x.name} (${x.adapter})`),
+    pickerOf("/dns-zones", "ddns_zone", "", "", (z) => z.name),
+  ]);
+  const names = (kind) => (zones?.items || []).filter((z) => z.kind === kind).map((z) => z.name);
+  const byField = {
+    ddns_server_id: servers,
+    ddns_zone: { suggestions: names("forward") },
+    ddns_reverse_zone: { suggestions: names("reverse") },
+  };
+  return { servers, byField };
+}
+
+// The form's fields for a subnet of the family, with what `ddns` (loadDdnsPickers) offers.
+export function subnetFormFields(v6, ddns) {
+  return familyFields(v6).map((f) => {
+    const offered = ddns?.byField[f.name];
+    if (!offered) return f;
+    return offered.type === "select" ? offered : { ...f, ...offered };
+  });
+}
