@@ -118,7 +118,7 @@ lint: system-lint venv
 	NODE_PATH=/usr/share/nodejs eslint --max-warnings 0 -f unix src/ipamd/console/js
 
 bench: system-bench venv compiled
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python -m bench.run_all
 
 # Database failover under relayed DHCP load in network namespaces (10.77.16.0/24): etcd, two
 # Postgres under Patroni (synchronous_mode), two appliance nodes, a relay; kill -9 the leader's
@@ -126,8 +126,8 @@ bench: system-bench venv compiled
 # prints Acks lost, double allocations and the time to the first new Ack.
 ha-lab: venv compiled
 	$(call apt_ensure,$(LAB_PACKAGES))
-	$(BIN)/python bench/ha_lab.py run
-	$(BIN)/python bench/ha_lab.py run --kill node
+	$(BIN)/python -m bench.ha_lab run
+	$(BIN)/python -m bench.ha_lab run --kill node
 
 # kill -9 of a real `ipamd run` while 1,000 DHCPv6 clients run Solicit/Advertise/Request/Reply
 # through a relay on ::1 (CI runs the same test with 16; IPAMD_KILL9_CLIENTS sets the count);

@@ -16,36 +16,81 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+from tests.integration.dhcp import harness
+from tests.support import postgres
+from tests.support.bind import free_port
+from tests.unit.dhcp.packets import mac_bytes, request
+
+from ipamd.db.bridge import run_once, run_sync
+from ipamd.dhcp import options as o
+from ipamd.dhcp.codec import MalformedPacket, parse
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import httpx  # noqa: E402
-from tests.integration.dhcp import harness  # noqa: E402
-from tests.support import postgres  # noqa: E402
-from tests.support.bind import free_port  # noqa: E402
-from tests.unit.dhcp.packets import mac_bytes, request  # noqa: E402
-
-from ipamd.db.bridge import run_once, run_sync  # noqa: E402
-from ipamd.dhcp import options as o  # noqa: E402
-from ipamd.dhcp.codec import MalformedPacket, parse  # noqa: E402
 
 # the relay's subnet for DHCP over loopback (all of 127/8 is loopback)
 RELAY_IP, DHCP_NET = harness.RELAY_IP, "127.77.0.0/16"
 
 
 class BenchError(RuntimeError):
-    pass
+    """A bench could not run (a server that never came up, a refused request): reported, and
+    the other benches still run."""
 
 
-# --- the appliance as a process -------------------------------------------------------------
+# --- the one launcher: an appliance's config, environment, command and readiness -------------
+# Every bench that runs ipamd as a process (here, bench_dhcp, bench_dhcp6 and ha_lab in their
+# network namespaces) writes its config, starts it and waits for it with these.
 
-def _toml(sections: dict[str, dict[str, Any]], top: dict[str, Any]) -> str:
+def toml_text(sections: dict[str, dict[str, Any]], top: dict[str, Any]) -> str:
     """Enough TOML for the config: strings, numbers, booleans and lists of them (JSON forms)."""
     lines = [f"{k} = {json.dumps(v)}" for k, v in top.items()]
     for name, values in sections.items():
         lines.append(f"\n[{name}]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in values.items()]
     return "\n".join(lines) + "\n"
+
+
+def write_config(path: Path, sections: dict[str, dict[str, Any]],
+                 top: dict[str, Any] | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(toml_text(sections, top or {}))
+    return path
+
+
+def ipamd_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """An appliance process's environment: this checkout's code first (the venv may hold an
+    editable install of another checkout)."""
+    path = os.environ.get("PYTHONPATH")
+    src = str(ROOT / "src") + (os.pathsep + path if path else "")
+    return {**os.environ, **(extra or {}), "PYTHONPATH": src}
+
+
+def ipamd_argv(config: Path, command: str = "run") -> list[str]:
+    return [sys.executable, "-m", "ipamd", "--config", str(config), command]
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    """The last lines of a log, on one line (for an error message)."""
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_api(base: str, proc: subprocess.Popen[Any], log: Path, seconds: float = 60) -> None:
+    """Until the API at ``base`` answers /health; BenchError if ``proc`` ends or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"ipamd exited ({proc.returncode}): {tail(log)}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise BenchError(f"ipamd's API did not come up: {tail(log)}")
+
+
+# --- the appliance as a process on loopback -------------------------------------------------
 
 
 @dataclass
@@ -74,22 +119,12 @@ class Appliance:
         }
         for name, values in self.sections.items():
             sections.setdefault(name, {}).update(values)
-        config = self.work / f"{self.label}.toml"
-        config.write_text(_toml(sections, {"state_dir": str(self.work / f"{self.label}-state")}))
-        env = {**os.environ, **self.env, "PYTHONPATH": str(ROOT / "src")}
+        config = write_config(self.work / f"{self.label}.toml", sections,
+                              {"state_dir": str(self.work / f"{self.label}-state")})
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ipamd", "--config", str(config), "run"], cwd=ROOT,
-                env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"ipamd exited ({self.proc.returncode}): {_tail(self.log)}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.base + "/health", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise BenchError(f"ipamd's API did not come up: {_tail(self.log)}")
+            self.proc = subprocess.Popen(ipamd_argv(config), cwd=ROOT, env=ipamd_env(self.env),
+                                         stdout=log, stderr=subprocess.STDOUT)
+        wait_api(self.base, self.proc, self.log)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -167,13 +202,6 @@ def running(appliance: Appliance) -> Iterator[Appliance]:
         yield appliance
     finally:
         appliance.stop()
-
-
-def _tail(path: Path, lines: int = 6) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 @dataclass

@@ -35,11 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import httpx  # noqa: E402
-from bench.appliance import (  # noqa: E402
+import httpx
+from bench.appliance import (
     DHCP_NET,
     RELAY_IP,
     Appliance,
@@ -50,9 +47,11 @@ from bench.appliance import (  # noqa: E402
     running,
     wait_dhcp,
 )
-from bench.machine import MachineMeter  # noqa: E402
-from tests.support import postgres  # noqa: E402
-from tests.support.bind import free_port  # noqa: E402
+from bench.machine import MachineMeter
+from tests.support import postgres
+from tests.support.bind import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WRK = shutil.which("wrk") or "/usr/bin/wrk"

@@ -6,7 +6,7 @@ A private PostgreSQL cluster gets a fresh migrated database; bulk SQL loads a /1
 lease in the last hour (so grants-per-minute has 60 full buckets), 200 reservations, a few
 thousand outbox rows and two nodes. The real appliance (API + ops service) then answers
 GET /dashboard; each request is timed from send to JSON received. Target: p50 < 100 ms
-(exit status 1 when missed). Usage: bench/bench_dashboard.py [--rounds 40]
+(exit status 1 when missed). Usage: python -m bench.bench_dashboard [--rounds 40]
 """
 
 from __future__ import annotations
@@ -17,19 +17,15 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+import httpx
+import trio
+from tests.support import postgres
 
-import httpx  # noqa: E402
-import trio  # noqa: E402
-from tests.support import postgres  # noqa: E402
-
-from ipamd import runtime  # noqa: E402
-from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import run_once, run_sync  # noqa: E402
+from ipamd import runtime
+from ipamd.config import parse
+from ipamd.db.bridge import run_once, run_sync
 
 DATABASE = "bench_dashboard"
 TENANT = "00000000-0000-7000-8000-000000000001"

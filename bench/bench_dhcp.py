@@ -37,12 +37,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+import httpx
+from tests.support import netns
 
-import dhcp_rig  # noqa: E402
-import httpx  # noqa: E402
-from dhcp_figures import (  # noqa: E402
+from bench import dhcp_rig
+from bench.dhcp_figures import (
     ClientMeter,
     CpuMeter,
     dora_latencies,
@@ -53,7 +52,7 @@ from dhcp_figures import (  # noqa: E402
     server_figures,
     spans_text,
 )
-from dhcp_rig import (  # noqa: E402
+from bench.dhcp_rig import (
     API_PORT,
     PG_USER,
     RESULTS,
@@ -75,8 +74,7 @@ from dhcp_rig import (  # noqa: E402
     sweep_stale_work,
     terminate,
 )
-from machine import MachineMeter, wake_cost  # noqa: E402
-from tests.support import netns  # noqa: E402
+from bench.machine import MachineMeter, wake_cost
 
 SERVER_IP = "10.77.0.1"
 RELAY_IP = "10.77.0.2"

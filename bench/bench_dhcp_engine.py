@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
 PHASES = ("discover", "request", "finish")
 COLUMNS = (*PHASES, "server")
 
@@ -134,12 +135,12 @@ def server_path(doras: int, batch: int = 50) -> float:
 
 
 def run_child(pure: bool, doras: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}
+    env = dict(os.environ)
     env.pop("IPAMD_PURE_PYTHON", None)
     if pure:
         env["IPAMD_PURE_PYTHON"] = "1"
-    done = subprocess.run([sys.executable, __file__, "--child", str(doras)], env=env,
-                          capture_output=True, text=True, check=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "bench.bench_dhcp_engine", "--child", str(doras)],
+                          env=env, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

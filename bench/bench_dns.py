@@ -48,15 +48,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import dns.exception  # noqa: E402
-import dns.message  # noqa: E402
-import dns.query  # noqa: E402
-import dns.rcode  # noqa: E402
-import dns.zone  # noqa: E402
-from bench.appliance import (  # noqa: E402
+import dns.exception
+import dns.message
+import dns.query
+import dns.rcode
+import dns.zone
+from bench.appliance import (
     DHCP_NET,
     RELAY_IP,
     Appliance,
@@ -68,12 +65,14 @@ from bench.appliance import (  # noqa: E402
     tree_cpu_seconds,
     wait_dhcp,
 )
-from tests.support import postgres  # noqa: E402
-from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port  # noqa: E402
-from tests.support.pdns import PDNS, SCHEMA, PowerDns  # noqa: E402
+from tests.support import postgres
+from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port
+from tests.support.pdns import PDNS, SCHEMA, PowerDns
 
-from ipamd.config import parse as parse_config  # noqa: E402
-from ipamd.core.lease_events import JOURNAL_CHANNEL, event_ctes  # noqa: E402
+from ipamd.config import parse as parse_config
+from ipamd.core.lease_events import JOURNAL_CHANNEL, event_ctes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DNSPERF = shutil.which("dnsperf") or "/usr/bin/dnsperf"

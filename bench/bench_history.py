@@ -34,18 +34,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
+import trio
+from tests.support import postgres
+
+from ipamd import runtime
+from ipamd.api.routes.history import map_json
+from ipamd.config import parse
+from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync
+from ipamd.ipam import address_map
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import httpx  # noqa: E402
-import trio  # noqa: E402
-from tests.support import postgres  # noqa: E402
-
-from ipamd import runtime  # noqa: E402
-from ipamd.api.routes.history import map_json  # noqa: E402
-from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync  # noqa: E402
-from ipamd.ipam import history  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATABASE = "bench_history"
@@ -319,7 +318,7 @@ async def _map_in_process(dsn: str, subnet_id: uuid.UUID, moment: dt.datetime | 
         try:
             for _ in range(rounds):
                 started = time.perf_counter()
-                amap = await db.run(history.address_map, subnet_id,
+                amap = await db.run(address_map.address_map, subnet_id,
                                     moment or dt.datetime.now(dt.UTC))
                 map_json(amap, None)
                 times.append((time.perf_counter() - started) * 1000)

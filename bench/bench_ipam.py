@@ -13,7 +13,7 @@ Each plan also has 2,000 ended (expired) leases.
 Prints figures and writes them to bench/results/ipam-<time>.json; not a pass/fail test.
 The machine's load average is printed too: on 2 shared cores the figures move with it.
 
-    python bench/bench_ipam.py [--rounds 50]
+    python -m bench.bench_ipam [--rounds 50]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,21 +30,18 @@ from typing import Any
 
 import httpx
 import trio
+from tests.conftest import make_config
+from tests.support import postgres
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "src"))
-
-from tests.conftest import make_config  # noqa: E402
-from tests.support import postgres  # noqa: E402
-
-from ipamd import runtime  # noqa: E402
-from ipamd.db.bridge import (  # noqa: E402
+from ipamd import runtime
+from ipamd.db.bridge import (
     Database,
     run_once,
     run_sync,
 )
-from ipamd.ipam import nextfree, search, search_terms, utilisation  # noqa: E402
+from ipamd.ipam import nextfree, search, search_terms, utilisation
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # name -> (reservations, assignments, pool leases); ended leases on top
 SCENARIOS = {"community": (600, 400, 29_000), "managed-heavy": (8_000, 4_000, 18_000)}

@@ -47,19 +47,16 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+import asyncpg
+import trio
+from tests.integration.dhcp.harness import seed_subnet
+from tests.support import postgres
 
-import asyncpg  # noqa: E402
-import trio  # noqa: E402
-from tests.integration.dhcp.harness import seed_subnet  # noqa: E402
-from tests.support import postgres  # noqa: E402
-
-from ipamd.core import lease_events  # noqa: E402
-from ipamd.db import bridge  # noqa: E402
-from ipamd.dhcp import leasestore  # noqa: E402
-from ipamd.dhcp.leasestore import Op, OpKind  # noqa: E402
-from ipamd.dhcp.sessions import SESSION_SETTINGS, open_commit_db  # noqa: E402
+from ipamd.core import lease_events
+from ipamd.db import bridge
+from ipamd.dhcp import leasestore
+from ipamd.dhcp.leasestore import Op, OpKind
+from ipamd.dhcp.sessions import SESSION_SETTINGS, open_commit_db
 
 NET = (10 << 24) | (77 << 16)  # 10.77.0.0/16
 WARM = 400  # grants before measuring (plans prepared, caches warm)

@@ -36,20 +36,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import trio
+import trustme
+from tests.support import postgres
+
+from ipamd import runtime
+from ipamd.config import parse
+from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync
+from ipamd.outbox import client as http_client
+from ipamd.outbox import signing, webhooks
+from ipamd.outbox.urlguard import Resolver, check_url
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import httpx  # noqa: E402
-import trio  # noqa: E402
-import trustme  # noqa: E402
-from tests.support import postgres  # noqa: E402
-
-from ipamd import runtime  # noqa: E402
-from ipamd.config import parse  # noqa: E402
-from ipamd.db.bridge import Database, asyncio_loop, run_once, run_sync  # noqa: E402
-from ipamd.outbox import client as http_client  # noqa: E402
-from ipamd.outbox import signing, webhooks  # noqa: E402
-from ipamd.outbox.urlguard import Resolver, check_url  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATABASE = "bench_outbox"

@@ -11,7 +11,7 @@ receiver, softirqs and the kernel's work wherever it ran), and what the receiver
 (every datagram whole). ``--rounds`` alternating rounds, medians. No peer: the comparison
 is between the two ways of sending, on one machine, in one run. (issue 17)
 
-    .venv/bin/python bench/bench_udp_send.py                  # ~1 minute, as root
+    .venv/bin/python -m bench.bench_udp_send                  # ~1 minute, as root
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from tests.support import netns
 
-from tests.support import netns  # noqa: E402
-
-from ipamd.dhcp.outgoing import UDP_SEGMENT  # noqa: E402
+from ipamd.dhcp.outgoing import UDP_SEGMENT
 
 SENDER, RECEIVER, PORT = "10.77.0.1", "10.77.0.2", 6700
 # The receiver counts datagrams until none comes for a second; each must have the size sent.

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from machine import MachineMeter
+from bench.machine import MachineMeter
 
 _SECTION = re.compile(r"\*\*\*Statistics for: (\S+)\*\*\*")
 

@@ -42,10 +42,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from tests.support import netns
 
-from tests.support import netns  # noqa: E402
+from bench.appliance import BenchError, ipamd_argv, ipamd_env, write_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NET = "10.77.16"
 ETCD, PG, NODES, RELAY = f"{NET}.2", {"pg1": f"{NET}.11", "pg2": f"{NET}.12"}, \
@@ -56,6 +57,7 @@ CLAIM_TIMEOUT = 6.0
 CLIENTS = 60
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PYTHON = sys.executable
+SELF = (PYTHON, "-m", "bench.ha_lab")  # this lab's own steps, run in the lab's namespaces
 
 
 def dsn(database: str = "ipamd") -> str:
@@ -257,24 +259,17 @@ def leader(net: netns.Lab, spaces: dict[str, str]) -> str | None:
     return None
 
 
-def outbox_section(base: Path | None) -> str:
+def outbox_section(base: Path | None) -> dict[str, Any]:
     """Outbox on (node mode: the lab's CA and hosts file, claims that expire quickly)."""
     if base is None:
-        return "[outbox]\nenabled = false\n"
-    return f"""[outbox]
-enabled = true
-workers = 4
-max_attempts = 100
-backoff_base_seconds = 0.5
-backoff_multiplier = 2.0
-backoff_max_seconds = 2.0
-backoff_jitter = 0.0
-request_timeout_seconds = 2.0
-claim_timeout_seconds = {CLAIM_TIMEOUT}
-poll_interval_seconds = 0.5
-ca_file = "{base / 'hook' / 'ca.pem'}"
-hosts_file = "{base / 'hook' / 'hosts'}"
-"""
+        return {"enabled": False}
+    return {
+        "enabled": True, "workers": 4, "max_attempts": 100, "backoff_base_seconds": 0.5,
+        "backoff_multiplier": 2.0, "backoff_max_seconds": 2.0, "backoff_jitter": 0.0,
+        "request_timeout_seconds": 2.0, "claim_timeout_seconds": CLAIM_TIMEOUT,
+        "poll_interval_seconds": 0.5, "ca_file": str(base / "hook" / "ca.pem"),
+        "hosts_file": str(base / "hook" / "hosts"),
+    }
 
 
 def hook_files(base: Path) -> tuple[Path, Path]:
@@ -294,31 +289,18 @@ def hook_files(base: Path) -> tuple[Path, Path]:
 
 def ipamd_config(name: str, ip: str, base: Path, outbox: bool = False) -> Path:
     state = base / name
-    state.mkdir(parents=True, exist_ok=True)
-    text = f"""node_name = "{name}"
-state_dir = "{state}"
-[database]
-dsn = "{dsn()}"
-pool_min = 2
-pool_max = 8
-[api]
-public_enabled = false
-loopback_listen = "127.0.0.1:8080"
-[dhcp]
-listen = ["{ip}:67"]
-server_id = "{ip}"
-trusted_relays = ["{RELAY}"]
-{outbox_section(base if outbox else None)}[logging]
-level = "INFO"
-"""
-    path = state / "ipamd.toml"
-    path.write_text(text)
-    return path
+    return write_config(state / "ipamd.toml", {
+        "database": {"dsn": dsn(), "pool_min": 2, "pool_max": 8},
+        "api": {"public_enabled": False, "loopback_listen": "127.0.0.1:8080"},
+        "dhcp": {"listen": [f"{ip}:67"], "server_id": ip, "trusted_relays": [RELAY]},
+        "outbox": outbox_section(base if outbox else None),
+        "logging": {"level": "INFO"},
+    }, {"node_name": name, "state_dir": str(state)})
 
 
 def wait(predicate: Any, timeout: float, what: str) -> None:
     if not netns.wait_for(predicate, timeout, interval=0.2):
-        raise SystemExit(f"ha-lab: timed out waiting for {what}")
+        raise BenchError(f"ha-lab: timed out waiting for {what}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -329,7 +311,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     base = Path(tempfile.mkdtemp(prefix="ipamd-ha-lab-"))
     os.chmod(base, 0o755)
     shutil.chown(base, "postgres", "postgres")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", HOOK_SECRET_ENV: HOOK_SECRET}
+    env = {**os.environ, HOOK_SECRET_ENV: HOOK_SECRET}
     hooked = args.kill == "node"
     logs: dict[str, Any] = {}
     try:
@@ -375,8 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             nodes = {}
             for name, ip in NODES.items():
                 config = ipamd_config(name, ip, base, outbox=hooked)
-                nodes[name] = spawn(name, [PYTHON, "-m", "ipamd", "--config", str(config),
-                                           "run"], env=env)
+                nodes[name] = spawn(name, ipamd_argv(config), env=ipamd_env(env), cwd=ROOT)
             # Migrated by the first node up; then the plan.
             wait(lambda: all("ipamd ready" in (base / f"{n}.log").read_text()
                              for n in NODES), 90, "both appliance nodes")
@@ -388,20 +369,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                                       "--secret", HOOK_SECRET], env=env, cwd=ROOT)
                 wait(lambda: "PORT" in (base / "hook.log").read_text(), 30, "the receiver")
                 os.kill(hook.pid, signal.SIGSTOP)
-            seed = [PYTHON, str(Path(__file__).resolve()), "seed"]
+            seed = [*SELF, "seed"]
             if hooked:
                 seed += ["--hook", f"https://{HOOK_NAME}:{HOOK_PORT}/hook"]
-            net.run(spaces["nodea"], seed, env=env, timeout=30)
+            net.run(spaces["nodea"], seed, env=env, timeout=30, cwd=ROOT)
 
             def outbox() -> list[dict[str, Any]]:
-                done = net.run(spaces["nodeb"], [PYTHON, str(Path(__file__).resolve()),
-                                                 "outbox"], env=env, timeout=30)
+                done = net.run(spaces["nodeb"], [*SELF, "outbox"], env=env, timeout=30, cwd=ROOT)
                 return json.loads(done.stdout)
             acks = base / "acks.jsonl"
-            load = net.spawn(spaces["relay"], [PYTHON, str(Path(__file__).resolve()), "load",
-                                               "--out", str(acks), "--seconds",
+            load = net.spawn(spaces["relay"], [*SELF, "load", "--out", str(acks), "--seconds",
                                                str(args.steady + args.after)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
             def ack_count() -> int:
                 return sum(1 for _ in acks.open()) if acks.exists() else 0
@@ -440,8 +419,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     if all(r["state"] == "delivered" for r in rows):
                         break
                     time.sleep(0.5)
-            check = net.run(spaces["nodea"], [PYTHON, str(Path(__file__).resolve()), "check"],
-                            env=env, timeout=30)
+            check = net.run(spaces["nodea"], [*SELF, "check"], env=env, timeout=30, cwd=ROOT)
             active: dict[str, str] = json.loads(check.stdout)
             records = [json.loads(line) for line in acks.open()]
             holders: dict[str, set[str]] = {}
@@ -517,8 +495,12 @@ def main() -> int:
     sub.add_parser("outbox")
     args = parser.parse_args()
     handlers = {"load": cmd_load, "seed": cmd_seed, "check": cmd_check, "outbox": cmd_outbox}
-    return handlers.get(args.command or "run", cmd_run)(args) if args.command else \
-        cmd_run(parser.parse_args(["run"]))
+    try:
+        return handlers.get(args.command or "run", cmd_run)(args) if args.command else \
+            cmd_run(parser.parse_args(["run"]))
+    except BenchError as error:
+        print(error, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

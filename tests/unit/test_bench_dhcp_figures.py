@@ -10,13 +10,9 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from dhcp_figures import (
+from bench.dhcp_figures import (
     ClientMeter,
     CpuMeter,
     core_times,
@@ -132,7 +128,7 @@ def test_core_times_of_a_process_grow_and_of_a_gone_one_are_none() -> None:
 
 
 def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:
-    from bench_dhcp import Result, latency_summary
+    from bench.bench_dhcp import Result, latency_summary
 
     ipamd = Result("ipamd", 1000, dora_per_s=999.9, p50_ms=1.2, p99_ms=6.0, cpu_us=800)
     kept = Result("kea-mem", 1000, dora_per_s=999.9, p50_ms=0.4, p99_ms=0.7, cpu_us=200)
@@ -143,7 +139,7 @@ def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:
 
 
 def test_the_sweep_goes_rate_by_rate_each_rate_starting_one_server_later() -> None:
-    from bench_dhcp import sweep_order
+    from bench.bench_dhcp import sweep_order
 
     order = sweep_order(["kea-pg", "kea-mem", "ipamd"], [200, 1000, 5000, 7000])
     assert order == [
@@ -157,8 +153,8 @@ def test_the_sweep_goes_rate_by_rate_each_rate_starting_one_server_later() -> No
 
 
 def test_what_ipamd_says_it_dropped_and_its_slowest_commit() -> None:
-    from bench_dhcp import Result, server_note
-    from dhcp_figures import server_figures
+    from bench.bench_dhcp import Result, server_note
+    from bench.dhcp_figures import server_figures
 
     metrics = "\n".join([
         "# TYPE ipamd_dhcp_drops counter",
@@ -199,7 +195,7 @@ def test_the_longest_late_stretches_are_named_in_time_order() -> None:
 
 
 def test_timestamps_are_taken_up_to_the_stamps_rate_and_cover_the_latency_rates() -> None:
-    from bench_dhcp import LATENCY_RATES, parse_args, stamp_args
+    from bench.bench_dhcp import LATENCY_RATES, parse_args, stamp_args
 
     default = parse_args([]).stamps_max
     assert all(stamp_args(rate, default) == ("-x", "t") for rate in LATENCY_RATES)
@@ -209,7 +205,7 @@ def test_timestamps_are_taken_up_to_the_stamps_rate_and_cover_the_latency_rates(
 
 
 def test_a_row_without_timestamps_gives_perfdhcps_average_instead_of_the_median() -> None:
-    from bench_dhcp import Result, latency_text
+    from bench.bench_dhcp import Result, latency_text
 
     assert latency_text(Result("ipamd", 1000, p50_ms=0.84, avg_ms=1.2)) == "p50 0.8 ms"
     assert latency_text(Result("ipamd", 20000, avg_ms=61.04)) == "avg 61.0 ms"

@@ -3,12 +3,9 @@ time, and the share its cores sat idle."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from machine import MachineMeter
+from bench.machine import MachineMeter
 
 
 def _stat(path: Path, user: int, idle: int, steal: int) -> None:
@@ -52,7 +49,7 @@ def test_idle_is_its_share_of_all_cpu_time_and_stop_ends_the_span(tmp_path: Path
 def test_wake_cost_measures_both_placements_and_restores_the_affinity() -> None:
     import os
 
-    from machine import wake_cost
+    from bench.machine import wake_cost
 
     before = os.sched_getaffinity(0)
     cost = wake_cost(count=200)
