@@ -28,8 +28,8 @@ from pathlib import Path
 # the server's synchronous per-packet part is ``dispatch``.
 HOT_PATH = (
     "accept", "classify", "codec", "context", "destination", "dispatch", "engine", "freepool",
-    "identity", "leasecache", "options", "outgoing", "plan", "relay_agent", "relays", "reply",
-    "subnet_select",
+    "identity", "leasecache", "message", "options", "outgoing", "packing", "plan",
+    "relay_agent", "relays", "reply", "subnet_select",
 )
 PACKAGE = "ipamd.dhcp"
 GROUP = "ipamd_dhcp_hot"  # mypyc's shared library for the group: <GROUP>__mypyc.<abi>.so

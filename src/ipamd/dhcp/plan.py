@@ -237,46 +237,12 @@ def build(rows: Mapping[str, Any]) -> Plan:
     stored = _group(rows["options"])
     subnets: dict[uuid.UUID, Subnet] = {}
     for row in rows["subnets"]:
-        prefixlen = row["prefixlen"]
-        mask = mask_of(prefixlen)
-        network = row["network"] & mask
-        subnet = Subnet(
-            id=row["id"], tenant_id=row["tenant_id"], network=network, prefixlen=prefixlen,
-            mask=mask, broadcast=network | (~mask & 0xFFFFFFFF), gateway=row["gateway"],
-            lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
-            next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
-            ddns_adapter=row["ddns_adapter"] or "none",
-            ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id")
-            or row["ddns_adapter"] == "embedded" else None,
-        )
+        subnet = _subnet(row)
         subnet.excludes = tuple(sorted((e["start_ip"], e["end_ip"])
                                        for e in excludes.get(subnet.id, ())))
-        holes = list(subnet.excludes)
-        if prefixlen < 31:
-            holes += [(network, network), (subnet.broadcast, subnet.broadcast)]
-        if subnet.gateway is not None:
-            holes.append((subnet.gateway, subnet.gateway))
-        built = []
-        for p in sorted(pools.get(subnet.id, ()), key=lambda p: p["start_ip"]):
-            lo, hi = max(p["start_ip"], network), min(p["end_ip"], subnet.broadcast)
-            segments = subtract([(lo, hi)], holes) if lo <= hi else ()
-            size = sum(h - low + 1 for low, h in segments)
-            built.append(Pool(p["id"], p["start_ip"], p["end_ip"], p["class_id"], segments, size))
+        built = _pools(subnet, pools.get(subnet.id, ()))
         subnet.pools = tuple(built) if subnet.dhcp_enabled else ()
-        blocked = {a["ip"] for a in assignments.get(subnet.id, ())}
-        for r in reservations.get(subnet.id, ()):
-            mac = bytes.fromhex(identifiers.bare_hex(r["mac"]) or "") if r["mac"] else None
-            res = Reservation(r["id"], r["ip"], mac if mac and len(mac) == 6 else None,
-                              r["client_id"], identifiers.bare_hex(r["duid"]), r["hostname"])
-            blocked.add(res.ip)
-            subnet.by_ip[res.ip] = res
-            if res.mac:
-                subnet.by_mac[res.mac] = res
-            if res.client_id:
-                subnet.by_client_id[res.client_id] = res
-            if res.duid:
-                subnet.by_duid[res.duid] = res
-        subnet.blocked = frozenset(blocked)
+        _reservations(subnet, reservations.get(subnet.id, ()), assignments.get(subnet.id, ()))
         lease_time = subnet.lease_time
         subnet.lease_options = {  # RFC 2131 §4.4.5: T1 = 50 %, T2 = 87.5 %
             LEASE_TIME: lease_time.to_bytes(4, "big"),
@@ -292,6 +258,60 @@ def build(rows: Mapping[str, Any]) -> Plan:
         version=rows.get("version", 0),
         _lookup=_lookup_table(subnets.values()),
     )
+
+
+def _subnet(row: Mapping[str, Any]) -> Subnet:
+    """A subnet's own fields; its pools, reservations and options are added after."""
+    prefixlen = row["prefixlen"]
+    mask = mask_of(prefixlen)
+    network = row["network"] & mask
+    return Subnet(
+        id=row["id"], tenant_id=row["tenant_id"], network=network, prefixlen=prefixlen,
+        mask=mask, broadcast=network | (~mask & 0xFFFFFFFF), gateway=row["gateway"],
+        lease_time=row["lease_time_seconds"], dhcp_enabled=row["dhcp_enabled"],
+        next_server=row["next_server"] or None, boot_file=row["boot_file"] or None,
+        ddns_adapter=row["ddns_adapter"] or "none",
+        ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id")
+        or row["ddns_adapter"] == "embedded" else None,
+    )
+
+
+def _pools(subnet: Subnet, rows: Iterable[Mapping[str, Any]]) -> list[Pool]:
+    """The subnet's pools, each as the segments left once excludes, the network and
+    broadcast addresses (below /31) and the gateway are taken out."""
+    network = subnet.network
+    holes = list(subnet.excludes)
+    if subnet.prefixlen < 31:
+        holes += [(network, network), (subnet.broadcast, subnet.broadcast)]
+    if subnet.gateway is not None:
+        holes.append((subnet.gateway, subnet.gateway))
+    built = []
+    for p in sorted(rows, key=lambda p: p["start_ip"]):
+        lo, hi = max(p["start_ip"], network), min(p["end_ip"], subnet.broadcast)
+        segments = subtract([(lo, hi)], holes) if lo <= hi else ()
+        size = sum(h - low + 1 for low, h in segments)
+        built.append(Pool(p["id"], p["start_ip"], p["end_ip"], p["class_id"], segments, size))
+    return built
+
+
+def _reservations(subnet: Subnet, rows: Iterable[Mapping[str, Any]],
+                  assignments: Iterable[Mapping[str, Any]]) -> None:
+    """The subnet's reservations by ip, MAC, client id and DUID; with its assignments,
+    the addresses no pool may grant."""
+    blocked = {a["ip"] for a in assignments}
+    for r in rows:
+        mac = bytes.fromhex(identifiers.bare_hex(r["mac"]) or "") if r["mac"] else None
+        res = Reservation(r["id"], r["ip"], mac if mac and len(mac) == 6 else None,
+                          r["client_id"], identifiers.bare_hex(r["duid"]), r["hostname"])
+        blocked.add(res.ip)
+        subnet.by_ip[res.ip] = res
+        if res.mac:
+            subnet.by_mac[res.mac] = res
+        if res.client_id:
+            subnet.by_client_id[res.client_id] = res
+        if res.duid:
+            subnet.by_duid[res.duid] = res
+    subnet.blocked = frozenset(blocked)
 
 
 def _lookup_table(subnets: Iterable[Subnet]) -> tuple[tuple[int, dict[int, Subnet]], ...]:

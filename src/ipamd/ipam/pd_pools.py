@@ -19,6 +19,7 @@ import asyncpg
 
 from ipamd.core import audit
 from ipamd.core.errors import conflict, invalid
+from ipamd.core.rows import fetch_one
 from ipamd.ipam import license, subnets
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.occupancy import LIVE_SQL
@@ -143,7 +144,8 @@ async def create_pool(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID
     p = {name: fields[name] for name in POOL_UPDATABLE}
     _length_rules(p["prefix"], p["delegated_length"])
     await _pool_plan(conn, subnet, p, None)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"""INSERT INTO pd_pools (tenant_id, subnet_id, name, prefix, delegated_length)
             VALUES ($1, $2, $3, $4, $5) RETURNING {POOL_COLUMNS}""",
         subnet["tenant_id"], subnet_id, p["name"], p["prefix"], p["delegated_length"])
@@ -195,7 +197,8 @@ async def update_pool(conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID,
     if "prefix" in changes or "delegated_length" in changes:
         await _pool_children_fit(conn, pool_id, p)
     clause, values = set_clause(changes, POOL_UPDATABLE)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE pd_pools SET {clause} WHERE id = $1 RETURNING {POOL_COLUMNS}", pool_id, *values)
     after = pool_public(row)
     await audit.record(conn, actor, "update", "pd_pool", pool_id, before, after)
@@ -208,7 +211,8 @@ async def delete_pool(conn: asyncpg.Connection, actor: str, pool_id: uuid.UUID) 
     # FOR UPDATE, as a subnet's delete: a DHCPv6 grant holds its subnet FOR KEY SHARE until it
     # commits (migration 0013), so a delegated prefix granted meanwhile is counted below.
     await conn.execute("SELECT 1 FROM subnets WHERE id = $1 FOR UPDATE", subnet["id"])
-    counts = await conn.fetchrow(
+    counts = await fetch_one(
+        conn,
         f"""SELECT (SELECT count(*) FROM pd_excludes WHERE pd_pool_id = $1) AS exclude,
                   (SELECT count(*) FROM pd_reservations WHERE pd_pool_id = $1) AS reservation,
                   (SELECT count(*) FROM leases
@@ -333,7 +337,8 @@ async def create_child(conn: asyncpg.Connection, actor: str, grant: license.Enti
         await license.check_room(conn, grant)
     names = ["pd_pool_id", *kind.updatable]
     marks = ", ".join(f"${i}" for i in range(1, len(names) + 1))
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"INSERT INTO {kind.table} ({', '.join(names)}) VALUES ({marks}) "
         f"RETURNING {kind.columns}", pool_id, *(values[name] for name in kind.updatable))
     out = child_public(kind, pool, row)
@@ -344,8 +349,8 @@ async def create_child(conn: asyncpg.Connection, actor: str, grant: license.Enti
 async def get_child(conn: asyncpg.Connection, kind: Child, child_id: uuid.UUID
                     ) -> dict[str, Any]:
     row = await _fetch_child(conn, kind, child_id)
-    pool = await conn.fetchrow(f"SELECT {POOL_COLUMNS} FROM pd_pools WHERE id = $1",
-                               row["pd_pool_id"])
+    pool = await fetch_one(conn, f"SELECT {POOL_COLUMNS} FROM pd_pools WHERE id = $1",
+                           row["pd_pool_id"])
     return child_public(kind, pool, row)
 
 
@@ -382,7 +387,8 @@ async def update_child(conn: asyncpg.Connection, actor: str, kind: Child, child_
     values = {name: current[name] for name in kind.updatable} | changes
     await _checked(conn, kind, pool, values, child_id)
     clause, args = set_clause(changes, kind.updatable)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE {kind.table} SET {clause} WHERE id = $1 RETURNING {kind.columns}",
         child_id, *args)
     after = child_public(kind, pool, row)

@@ -13,6 +13,7 @@ from ipamd.core import audit
 from ipamd.core.errors import conflict
 from ipamd.core.jsonutil import dumps
 from ipamd.core.rendered import RenderedRows
+from ipamd.core.rows import fetch_one
 from ipamd.ipam import pd_pools, utilisation
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import (
@@ -63,7 +64,8 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
     tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
     cidr = fields["cidr"]
     await _duplicate(conn, tenant_id, cidr, None)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"""INSERT INTO prefixes (tenant_id, cidr, description) VALUES ($1, $2, $3)
             RETURNING {COLUMNS}""",
         tenant_id, cidr, fields.get("description") or "",
@@ -160,7 +162,8 @@ async def update(
             raise conflict(f"cidr: the subnets {listed} would no longer be inside {cidr}")
         await _delegation_held(conn, current, cidr)
     clause, values = set_clause(changes, UPDATABLE)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE prefixes SET {clause} WHERE id = $1 RETURNING {COLUMNS}", prefix_id, *values
     )
     after = public(row)

@@ -10,6 +10,7 @@ import asyncpg
 
 from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid
+from ipamd.core.rows import fetch_one
 from ipamd.dhcp import leasestore
 from ipamd.ipam import utilisation
 from ipamd.ipam.dberrors import guarded
@@ -95,9 +96,9 @@ def _family_rules(s: dict[str, Any]) -> None:
             if s[field] is not None:
                 raise invalid(field, reason)
     elif s["gateway"] is not None:
-        reason = validate.host_in(net, s["gateway"])
-        if reason:
-            raise invalid("gateway", reason)
+        outside = validate.host_in(net, s["gateway"])
+        if outside:
+            raise invalid("gateway", outside)
     for index, server in enumerate(s["ntp_servers"] or ()):
         if server.version != net.version:
             raise invalid(f"ntp_servers[{index}]", f"{server} is an IPv{server.version} "
@@ -211,7 +212,8 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
     names = ["tenant_id", *UPDATABLE]
     markers = ", ".join(f"${i}" for i in range(1, len(names) + 1))
     stored = _columns(s)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"INSERT INTO subnets ({', '.join(names)}) VALUES ({markers}) RETURNING {COLUMNS}",
         *(stored[name] for name in names),
     )
@@ -340,7 +342,8 @@ async def update(
                 "delete them before disabling DHCP"
             )
     clause, values = set_clause(_columns(changes), UPDATABLE)
-    row = await conn.fetchrow(
+    row = await fetch_one(
+        conn,
         f"UPDATE subnets SET {clause} WHERE id = $1 RETURNING {COLUMNS}", subnet_id, *values
     )
     after = public(row)
@@ -356,7 +359,8 @@ async def delete(conn: asyncpg.Connection, actor: str, subnet_id: uuid.UUID) -> 
     current = await one(
         conn, f"SELECT {COLUMNS} FROM subnets WHERE id = $1 FOR UPDATE", subnet_id, "subnet"
     )
-    counts = await conn.fetchrow(
+    counts = await fetch_one(
+        conn,
         f"""SELECT (SELECT count(*) FROM pools WHERE subnet_id = $1) AS pool,
                   (SELECT count(*) FROM excludes WHERE subnet_id = $1) AS exclude,
                   (SELECT count(*) FROM reservations WHERE subnet_id = $1) AS reservation,

@@ -7,8 +7,8 @@ import ipaddress
 import json
 import uuid
 
-from ipamd.ipam import history
-from ipamd.ipam.history import PlanVersion
+from ipamd.ipam import address_map
+from ipamd.ipam.address_map import PlanVersion
 
 T = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 D = dt.timedelta(days=1)
@@ -22,20 +22,20 @@ def ip(last: int) -> int:
 def test_base_ranges_layer_excludes_over_pools_and_merge():
     spans = [(ip(10), ip(100), "pool"), (ip(50), ip(60), "excluded"),
              (ip(101), ip(110), "pool"), (ip(250), ip(300), "excluded")]  # clipped at the end
-    ranges = history.base_ranges(ip(0), ip(255), spans)
+    ranges = address_map.base_ranges(ip(0), ip(255), spans)
     assert ranges == [
         (ip(0), ip(9), "free"), (ip(10), ip(49), "pool"), (ip(50), ip(60), "excluded"),
         (ip(61), ip(110), "pool"),  # two adjacent pools read as one run
         (ip(111), ip(249), "free"), (ip(250), ip(255), "excluded"),
     ]
-    assert history.base_ranges(ip(0), ip(255), []) == [(ip(0), ip(255), "free")]
+    assert address_map.base_ranges(ip(0), ip(255), []) == [(ip(0), ip(255), "free")]
 
 
 def test_counts_move_overlaid_addresses_out_of_their_ranges():
     ranges = [(ip(0), ip(9), "free"), (ip(10), ip(255), "pool")]
     held = [1, 2, 10, 11, 12, 13, 14, 255]  # two in the free range, six in the pool
     planned = [(3, "assigned"), (20, "reserved")]
-    counts = history.count_states(ranges, ip(0), held, 1, planned)
+    counts = address_map.count_states(ranges, ip(0), held, 1, planned)
     assert counts == {"free": 10 - 2 - 1, "pool": 246 - 6 - 1, "excluded": 0,
                       "assigned": 1, "reserved": 1, "declined": 1, "leased": 7}
     assert sum(counts.values()) == 256
@@ -55,7 +55,7 @@ def first_after(audit, at):
 
 
 def plan(current, audit, at):
-    return history.plan_at(current, first_after(audit, at), at)
+    return address_map.plan_at(current, first_after(audit, at), at)
 
 
 def test_plan_at_replays_the_audit_trail():
@@ -93,8 +93,8 @@ def test_plan_at_before_the_first_audited_change_uses_its_before():
 
 def test_plan_at_takes_unaudited_current_rows_by_creation_time():
     row = {"id": uuid.uuid4(), "start_ip": "10.77.1.1", "end_ip": "10.77.1.2", "created_at": T}
-    assert history.plan_at([("exclude", row)], [], T) == [("exclude", row)]
-    assert history.plan_at([("exclude", row)], [], T - D) == []
+    assert address_map.plan_at([("exclude", row)], [], T) == [("exclude", row)]
+    assert address_map.plan_at([("exclude", row)], [], T - D) == []
 
 
 def test_plan_layers_priorities():
@@ -106,7 +106,7 @@ def test_plan_layers_priorities():
         ("assignment", {"ip": "10.77.1.151", "hostname": "ünïcode \"q\""}),
         ("reservation", {"ip": "10.77.2.1", "mac": "02:00:00:00:00:09"}),  # outside: ignored
     ]
-    ranges, points = history.plan_layers(NET, plan)
+    ranges, points = address_map.plan_layers(NET, plan)
     assert [(a - ip(0), b - ip(0), s) for a, b, s in ranges] == [
         (0, 99, "free"), (100, 149, "pool"), (150, 159, "excluded"), (160, 199, "pool"),
         (200, 255, "free")]

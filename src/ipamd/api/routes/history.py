@@ -26,7 +26,7 @@ from ipamd.api.instant import in_range
 from ipamd.api.router import RequestContext, Router
 from ipamd.api.schemas import Page
 from ipamd.core import identifiers, jsonutil, validate
-from ipamd.ipam import history
+from ipamd.ipam import address_map, history
 
 router = Router("history")
 
@@ -348,7 +348,7 @@ def _after(q: HistoryQuery) -> tuple[dt.datetime, int] | None:
 RANGE_STATES_COUNTED = ("free", "pool", "excluded")  # the counts a /64 makes too large
 
 
-def map_json(amap: history.AddressMap, zone: zoneinfo.ZoneInfo | None) -> str:
+def map_json(amap: address_map.AddressMap, zone: zoneinfo.ZoneInfo | None) -> str:
     """The map as JSON text; the per-address entries arrive pre-rendered and are spliced in.
 
     IPv6 sizes are exact decimal strings (docs/api-ipam.md, "IPv6")."""
@@ -372,7 +372,7 @@ def map_json(amap: history.AddressMap, zone: zoneinfo.ZoneInfo | None) -> str:
             for start, end, state in amap.ranges
         ],
         "next_cursor": cursor,
-        "addresses": {"columns": list(history.ADDRESS_COLUMNS), "rows": []},
+        "addresses": {"columns": list(address_map.ADDRESS_COLUMNS), "rows": []},
     })
     # head ends with ...,"rows":[]}} — put the rows between the brackets.
     return head[:-3] + amap.addresses + head[-3:]
@@ -416,6 +416,6 @@ async def get_subnet_history(ctx: RequestContext, subnet_id: uuid.UUID) -> Respo
     q: MapQuery = ctx.query
     zone = parse_zone(q.tz)
     at = dt.datetime.now(dt.UTC) if q.at is None else parse_time("at", q.at, zone)
-    amap = await ctx.run(history.address_map, subnet_id, at, _map_after(q),
+    amap = await ctx.run(address_map.address_map, subnet_id, at, _map_after(q),
                          paging.limit_of(q, ctx.state.config.limits))
     return Response(map_json(amap, zone), status=200, content_type="application/json")
