@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,8 +65,10 @@ def ipamd_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **(extra or {}), "PYTHONPATH": src}
 
 
-def ipamd_argv(config: Path, command: str = "run") -> list[str]:
-    return [sys.executable, "-m", "ipamd", "--config", str(config), command]
+def ipamd_argv(config: Path, command: str = "run", python_args: Sequence[str] = ()) -> list[str]:
+    """``ipamd <command>`` on ``config``; ``python_args`` go to the interpreter first (e.g.
+    ``-m cProfile -o FILE``)."""
+    return [sys.executable, *python_args, "-m", "ipamd", "--config", str(config), command]
 
 
 def tail(path: Path, lines: int = 8) -> str:
@@ -75,6 +77,14 @@ def tail(path: Path, lines: int = 8) -> str:
         return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def post(api: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A create through the API; BenchError unless it answered 201."""
+    made = api.post(path, json=body)
+    if made.status_code != 201:
+        raise BenchError(f"POST {path}: {made.status_code} {made.text[:300]}")
+    return made.json()
 
 
 def wait_api(base: str, proc: subprocess.Popen[Any], log: Path, seconds: float = 60) -> None:
@@ -137,10 +147,8 @@ class Appliance:
         self.proc = None
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        reply = httpx.post(self.base + path, json=body, timeout=30)
-        if reply.status_code != 201:
-            raise BenchError(f"POST {path}: {reply.status_code} {reply.text[:300]}")
-        return reply.json()
+        with httpx.Client(base_url=self.base, timeout=30) as api:
+            return post(api, path, body)
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the appliance process and its children (the DNS delivery

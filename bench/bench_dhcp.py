@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ import httpx
 from tests.support import netns
 
 from bench import dhcp_rig
+from bench.appliance import write_config
 from bench.dhcp_figures import (
     ClientMeter,
     CpuMeter,
@@ -191,7 +193,7 @@ def latency_percentiles(text: str) -> dict[str, float | None]:
 
 @dataclass
 class Rig(dhcp_rig.Rig):
-    ipamd_dhcp: tuple[tuple[str, str], ...] = ()  # extra [dhcp] keys (TOML values)
+    ipamd_dhcp: tuple[tuple[str, Any], ...] = ()  # extra [dhcp] keys, values read as TOML
 
     def ipamd_figures(self, keep: Path) -> tuple[dict[str, int], float | None]:
         """ipamd's own drop counters and slowest commit (``server_figures``), from its
@@ -248,29 +250,13 @@ def kea(rig: Rig, backend: str, threads: int, label: str) -> Any:
 
 def ipamd_config(rig: Rig, database: str) -> Path:
     rig.counter += 1
-    dsn = rig.pg.dsn(database)
-    extra = "".join(f"{key} = {value}\n" for key, value in rig.ipamd_dhcp)
-    text = f"""# written by bench/bench_dhcp.py
-state_dir = "{rig.work / 'ipamd-state'}"
-
-[database]
-dsn = "{dsn}"
-
-[api]
-public_enabled = false
-loopback_listen = "127.0.0.1:{API_PORT}"
-
-[dhcp]
-listen = ["{SERVER_IP}:67"]
-trusted_relays = ["{RELAY_IP}/32"]
-{extra}
-[logging]
-level = "WARNING"
-access_log = false
-"""
-    path = rig.work / f"ipamd-{rig.counter}.toml"
-    path.write_text(text)
-    return path
+    return write_config(rig.work / f"ipamd-{rig.counter}.toml", {
+        "database": {"dsn": rig.pg.dsn(database)},
+        "api": {"public_enabled": False, "loopback_listen": f"127.0.0.1:{API_PORT}"},
+        "dhcp": {"listen": [f"{SERVER_IP}:67"], "trusted_relays": [f"{RELAY_IP}/32"],
+                 **dict(rig.ipamd_dhcp)},
+        "logging": {"level": "WARNING", "access_log": False},
+    }, {"state_dir": str(rig.work / "ipamd-state")})
 
 
 def create_plan(base: str) -> None:
@@ -565,7 +551,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         key, sep, value = item.partition("=")
         if not sep or not key.strip().isidentifier() or not value.strip():
             parser.error(f"--ipamd-dhcp takes KEY=VALUE, not {item!r}")
-        pairs.append((key.strip(), value.strip()))
+        try:  # the value in the config's own syntax (TOML)
+            pairs.append((key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]))
+        except tomllib.TOMLDecodeError as error:
+            parser.error(f"--ipamd-dhcp {item!r}: the value is not TOML ({error})")
     args.ipamd_dhcp_pairs = tuple(pairs)
     args.rate_list = [int(r) for r in args.rates.split(",") if r]
     args.server_list = [s for s in args.servers.split(",") if s]

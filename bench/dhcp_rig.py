@@ -18,7 +18,6 @@ import shutil
 import signal
 import string
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -26,23 +25,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+from tests.support import netns
+
+from bench.appliance import BenchError as BenchError
+from bench.appliance import ipamd_argv, ipamd_env, tail, wait_api
+from bench.appliance import post as post
+from ipamd.db.cluster import Cluster, find_bin_dir
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-import httpx  # noqa: E402
-from tests.support import netns  # noqa: E402
-
-from ipamd.db.cluster import Cluster, find_bin_dir  # noqa: E402
 
 KEA_DIR = Path(__file__).resolve().parent / "kea"
 RESULTS = Path(__file__).resolve().parent / "results"
 API_PORT = 18080  # ipamd's loopback face inside the server's namespace
 PG_USER = "bench"
 WORK_PREFIX = "ipamd-bench-"
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 @dataclass
@@ -129,13 +126,6 @@ class Rig(abc.ABC):
                 return
             time.sleep(0.3)
         raise BenchError(f"no DHCP answer within {seconds:.0f} s: {tail(log)}")
-
-
-def tail(path: Path, lines: int = 8) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 # --- the work directory and PostgreSQL ----------------------------------------------------
@@ -262,33 +252,8 @@ def kea_running(rig: Rig, binary: str, config: Path, label: str,
 
 # --- ipamd --------------------------------------------------------------------------------
 
-def ipamd_env() -> dict[str, str]:
-    """This checkout's code first: the venv may hold an editable install of another one."""
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=str(ROOT / "src") + (os.pathsep + path if path else ""))
-
-
 def ipamd_base() -> str:
     return f"http://127.0.0.1:{API_PORT}/api/v1"
-
-
-def wait_api(base: str, proc: subprocess.Popen[Any], log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"ipamd exited ({proc.returncode}): {tail(log)}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise BenchError(f"ipamd API did not come up: {tail(log)}")
-
-
-def post(api: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    made = api.post(path, json=body)
-    if made.status_code != 201:
-        raise BenchError(f"POST {path}: {made.status_code} {made.text[:300]}")
-    return made.json()
 
 
 @contextlib.contextmanager
@@ -304,9 +269,8 @@ def ipamd_running(rig: Rig, config: Path, database: str, label: str,
     profiler = ("-m", "cProfile", "-o", str(profile)) if profile else ()
     try:
         with open(log, "w") as handle:
-            proc = rig.lab.spawn(rig.srv, [sys.executable, *profiler, "-m", "ipamd", "--config",
-                                           str(config), "run"], cwd=ROOT, env=ipamd_env(),
-                                 stdout=handle, stderr=subprocess.STDOUT)
+            proc = rig.lab.spawn(rig.srv, ipamd_argv(config, python_args=profiler), cwd=ROOT,
+                                 env=ipamd_env(), stdout=handle, stderr=subprocess.STDOUT)
         try:
             with netns.inside(rig.srv):  # the loopback face lives in the server's namespace
                 wait_api(ipamd_base(), proc, log)
@@ -323,9 +287,8 @@ def ipamd_template(rig: Rig, config_for: Callable[[str], Path]) -> str:
     """A database migrated by ``ipamd migrate`` (``config_for(name)`` writes a config on
     it), the template every run's fresh database is cloned from."""
     name = rig.fresh_database("ipamd_template")
-    done = subprocess.run([sys.executable, "-m", "ipamd", "--config", str(config_for(name)),
-                           "migrate"], cwd=ROOT, env=ipamd_env(), capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(ipamd_argv(config_for(name), "migrate"), cwd=ROOT, env=ipamd_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise BenchError(f"ipamd migrate: {done.stderr.strip()[-500:]}")
     return name
