@@ -38,19 +38,28 @@ _RETRY_SECONDS = 1.0
 
 async def _server(
     conn: asyncpg.Connection, server_id: uuid.UUID, lease_id: uuid.UUID | None
-) -> tuple[asyncpg.Record | None, str | None]:
-    """The server, and the lease's state now (None: no lease, or no such lease any more)."""
+) -> tuple[asyncpg.Record | None, str | None, str | None]:
+    """The server, and the lease's state and fqdn now (None: no lease, or no such lease any
+    more)."""
     row = await conn.fetchrow(f"SELECT {COLUMNS} FROM dns_servers WHERE id = $1", server_id)
-    state = None if lease_id is None else await conn.fetchval(
-        "SELECT state FROM leases WHERE lease_id = $1", lease_id)
-    return row, state
+    lease = None if lease_id is None else await conn.fetchrow(
+        "SELECT state, fqdn FROM leases WHERE lease_id = $1", lease_id)
+    return row, None if lease is None else lease["state"], None if lease is None else lease["fqdn"]
 
 
-def superseded(change: change_mod.LeaseChange, lease_state: str | None) -> bool:
+def _same_name(a: str, b: str) -> bool:
+    return a.rstrip(".").lower() == b.rstrip(".").lower()
+
+
+def superseded(change: change_mod.LeaseChange, lease_state: str | None,
+               lease_fqdn: str | None = None) -> bool:
     """Rows of one lease may be delivered out of order (retries, parallel workers): each
-    applies only if it still says what the lease is now — an add while the lease is active,
-    a remove while it is not (released, expired, gone; or active again: a later add holds)."""
-    return (lease_state == "active") != (change.op == "add")
+    applies only if it still says what the lease is now — an add while the lease is active
+    under that name, a remove while it is not (released, expired, gone; renewed under another
+    name, migration 0020; or active again under it: a later add holds)."""
+    holds = lease_state == "active" and (lease_fqdn is None
+                                         or _same_name(lease_fqdn, change.name))
+    return holds != (change.op == "add")
 
 
 def _lease_id(payload: object) -> uuid.UUID | None:
@@ -77,10 +86,11 @@ class DnsDeliverer:
         except change_mod.BadChange as error:
             return attempt.final(str(error))
         lease_id = _lease_id(job.payload) if isinstance(change, change_mod.LeaseChange) else None
-        row, lease_state = await self.state.db.run(_server, server_id, lease_id)
+        row, lease_state, lease_fqdn = await self.state.db.run(_server, server_id, lease_id)
         if row is None:
             return attempt.final(f"DNS server {server_id} was deleted: nothing to update")
-        if isinstance(change, change_mod.LeaseChange) and superseded(change, lease_state):
+        if isinstance(change, change_mod.LeaseChange) and superseded(change, lease_state,
+                                                                     lease_fqdn):
             return attempt.delivered(response=f"superseded: the lease is {lease_state or 'gone'} "
                                      f"now, so this {change.op} is not applied")
         server = Server.of(row)

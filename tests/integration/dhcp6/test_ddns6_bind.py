@@ -244,3 +244,33 @@ async def test_dual_stack_against_powerdns(
         "name": "pdns", "adapter": "powerdns_http", "api_url": pdns.api,
         "secret_ref": f"env:{PDNS_KEY_ENV}"}))
     await _dual_stack(appliance, relay6, relay_sock, operator, viewer, seeded, server, pdns)
+
+
+async def test_a_new_fqdn_at_renew_moves_the_records(
+        appliance: runtime.Running, relay6: Relay6, operator: httpx.AsyncClient,
+        viewer: httpx.AsyncClient, admin: httpx.AsyncClient, seeded: dict[str, Any],
+        bind: Bind) -> None:
+    """A client renewing with another Client FQDN (39): the old name's AAAA and DHCID go, the
+    PTR names the new one (RFC 4704 §5: the server updates DNS for the name it now holds)."""
+    server = await _bind_server(admin, bind)
+    await _v6_ddns(appliance, operator, seeded, server, (ZONE, REVERSE6))
+    dhcp6 = appliance.state.dhcp6
+    assert dhcp6 is not None
+    old, new = f"laptop.{ZONE}", f"tablet.{ZONE}"
+    address = _address(await relay6.exchange(_fqdn_solicit(0x80, 9, "laptop")))
+    await dns_row(viewer, "lease.granted", old, {"delivered"})
+    await dig(bind, old, "AAAA", [str(address)])
+
+    base = message(p.RENEW, 0x81, client_duid(9), server=dhcp6.server_duid, na=[str(address)],
+                   oro=(23, 39))
+    renew = Message(base.msg_type, base.transaction_id,
+                    [*base.options, ClientFqdn(p.FQDN_S, dnswire.labels_of("tablet"), False)])
+    assert _address(await relay6.exchange(renew)) == address
+    removed = await dns_row(viewer, "lease.renewed", old, {"delivered"})
+    assert (removed["dns"]["op"], removed["dns"]["ip"]) == ("remove", str(address)), removed
+    added = await dns_row(viewer, "lease.renewed", new, {"delivered"})
+    assert added["dns"]["op"] == "add", added
+    await dig(bind, new, "AAAA", [str(address)])
+    await dig(bind, old, "AAAA", [])
+    assert bind.dig(old, "DHCID") == [] and len(bind.dig(new, "DHCID")) == 1
+    await dig(bind, address.reverse_pointer, "PTR", [f"{new}."])
