@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import json
 import string
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import bench_dhcp6 as b6
-from dhcp_figures import (
+from bench import bench_dhcp6 as b6
+from bench.dhcp_figures import (
     dora_latencies,
     four_way_latencies,
     parse_perfdhcp,
@@ -160,6 +156,12 @@ def test_the_latency_condition_compares_the_p50s_at_1000_per_second() -> None:
     assert any("p50 at 1000/s <= kea-pg's: met (2.50 vs 3.00 ms)" in line for line in lines)
 
 
+def test_no_latency_condition_without_a_run_at_1000_per_second() -> None:
+    lines = b6.summary([clean("ipamd", 500), clean("kea-pg", 500)], ["kea-pg", "ipamd"], 1)
+    assert lines[-1] == ("  issue 49: p50 at 1000/s: not measured (no SARRs completed at "
+                         "1000/s, or the rate not in --rates)")
+
+
 def test_a_saturated_peers_latency_is_marked_as_its_queue() -> None:
     mine = clean("ipamd", b6.LATENCY_RATE)
     mine.p50_ms = 90.0
@@ -195,6 +197,7 @@ def test_the_kea_templates_serve_ipamds_plan_with_its_lifetimes(
     (["--runs", "0"], "runs must be 1..9"),
     (["--clients", "70000"], "clients must be 1..65536"),
     (["--ipamd-dhcp6", "commit_window_us"], "--ipamd-dhcp6 takes KEY=VALUE"),
+    (["--ipamd-dhcp6", "listen=[::]:547"], "the value is not TOML"),
     (["--servers", "kea-mem,dhcpd"], "unknown servers: dhcpd"),
     (["--rates", "500,fast"], "--rates takes comma-separated integers"),
 ])
@@ -203,6 +206,12 @@ def test_the_command_line_refuses_what_it_cannot_run(
     with pytest.raises(SystemExit):
         b6.parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+def test_an_extra_dhcp6_key_is_read_as_toml() -> None:
+    args = b6.parse_args(["--ipamd-dhcp6", "commit_workers=2",
+                          "--ipamd-dhcp6", 'listen = ["[::]:547"]'])
+    assert args.ipamd_dhcp6_pairs == (("commit_workers", 2), ("listen", ["[::]:547"]))
 
 
 def test_the_default_sweep_reaches_past_kea_memfiles_zero_drop_rate() -> None:
