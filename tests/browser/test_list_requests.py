@@ -1,4 +1,4 @@
-"""A list page asks for what it shows in one request a page, never one a row (issue 50): the
+"""A list page asks for what it shows in one request a page, never one a row (docs/console.md): the
 prefixes and a prefix's subnets come with their utilisation (?include=utilisation), and the
 bars show the figures each item's own utilisation route gives."""
 

@@ -25,7 +25,7 @@ const ID = "([0-9a-f-]{36})";
 
 export const routes = [
   [new RegExp(`^/pools/${ID}$`), poolPage],
-  [/^\/$/, dashboard], // one GET /dashboard (issue 14)
+  [/^\/$/, dashboard], // one GET /dashboard a redraw (docs/console.md)
   [/^\/nodes$/, nodes],
   [new RegExp(`^/nodes/${ID}$`), nodePage],
   [/^\/alerts$/, alertsPage],

@@ -10,7 +10,7 @@ import { familyFields, isV6, loadDdnsPickers, subnetFormFields, V6_NOTE } from "
 import { OPTION6_KINDS, OPTION_KINDS, optionForm, payloadText } from "../subnet_options.js";
 import { addressList6, pdPoolsSection, RESERVATION6 } from "../subnet_v6.js";
 
-// What a delete takes with it, said in its confirmation (issue 55).
+// What a delete takes with it, said in its confirmation (docs/console.md).
 async function poolImpact(pool) {
   const u = await get(`/pools/${pool.id}/utilisation`);
   return `It holds ${plural(u.leased, "live lease")} and ${plural(u.reserved, "reservation")} `
