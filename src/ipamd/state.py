@@ -8,10 +8,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from ipamd.config import Config
 from ipamd.core.lease_events import JournalPending
 from ipamd.core.rendered import RenderedRows
 from ipamd.db.bridge import Database
+from ipamd.messages import Report, Request
 
 
 class DhcpControl(Protocol):
@@ -61,11 +64,11 @@ class MainProcess(Protocol):
     main process, which owns what the workers share (the node's rate limits with several
     workers, its DHCP server, its metrics)."""
 
-    async def call(self, name: str, args: Any = None) -> Any:
-        """Ask the main process; its JSON-able answer (raises when it refuses or is gone)."""
+    async def call(self, request: Request) -> JsonValue:
+        """Ask the main process; its answer (raises when it refuses or is gone)."""
         ...
 
-    def tell(self, name: str, args: Any = None) -> None:
+    def tell(self, request: Request) -> None:
         """Tell the main process something, not waiting for it."""
         ...
 
@@ -87,8 +90,8 @@ class AppState:
     # keeps it; the node heartbeat reports it). The API's binds once it listens.
     running_services: dict[str, bool] = field(default_factory=dict)
     api_binds: list[str] = field(default_factory=list)
-    # The latest report of each child process (ipamd/child.py), by role: its counters.
-    children: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The latest report of each child process (ipamd/child), by name: its counters.
+    children: dict[str, Report] = field(default_factory=dict)
     # Set in an API worker process only: its main process (see MainProcess).
     main_process: MainProcess | None = None
     # Rows' JSON text by row version, for list pages (core/rendered.py).

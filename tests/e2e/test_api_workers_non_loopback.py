@@ -29,9 +29,9 @@ def config_overrides(api_net: ApiNet) -> dict[str, dict[str, Any]]:
 def _served(appliance: runtime.Running, worker: str) -> int:
     """Requests a worker has reported (its latency histograms, each second): to /health,
     and the ones refused over the rate limit before routing (api/app.py Gate)."""
-    report = appliance.state.children.get(worker) or {}
-    return sum(item["count"] for item in report.get("api_latency", [])
-               if item["key"][1] in ("/api/v1/health", "rate_limited"))
+    report = appliance.state.children.get(worker)
+    return sum(item.count for item in (report.api_latency if report else [])
+               if item.key[1] in ("/api/v1/health", "rate_limited"))
 
 
 async def test_one_limit_across_workers(probe: Prober, anon: httpx.AsyncClient,

@@ -1,7 +1,7 @@
 """The API served by worker processes (runtime.api_in_main_process): what they share.
 
 One Python process gives the API about one core. With more workers, each a child process of
-the runtime (child.py) serving the same listening sockets, what the API shares across
+the runtime (ipamd/child) serving the same listening sockets, what the API shares across
 requests stays in one place:
 
 - the database holds the tokens (each worker's token cache follows their NOTIFY), the
@@ -12,17 +12,32 @@ requests stays in one place:
   the main process, with every worker's request latency).
 
 The worker's side: ``MainLimits``, ``MainDhcp``, ``apply_push``. The main process's side:
-``answer`` (a worker's calls) and ``push`` (what every worker is sent each second).
+``Answers`` (a worker's calls, typed requests of ipamd/messages.py) and ``push`` (what every
+worker is sent each second).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from ipamd.api.ratelimit import SlidingWindow
+from ipamd.messages import (
+    DhcpCounters,
+    DhcpFigures,
+    DhcpForget,
+    DhcpReloadPlan,
+    EndedLease,
+    Message,
+    Push,
+    RateLimit,
+    RenderMetrics,
+    Request,
+)
 from ipamd.ops import metrics
 from ipamd.state import AppState, MainProcess
 
@@ -65,8 +80,8 @@ class MainLimits:
             if now < until:
                 return until - now
             del self.refused_until[client]
-        wait = await self.main.call("rate_limit", {"client": client, "limit": limit})
-        if wait is None:
+        wait = await self.main.call(RateLimit(client=client, limit=limit))
+        if not isinstance(wait, (int, float)):  # None: allowed
             return None
         if len(self.refused_until) >= MAX_REMEMBERED:
             self.refused_until = {c: t for c, t in self.refused_until.items() if t > now}
@@ -79,102 +94,105 @@ class MainDhcp:
     """The main process's DHCP server, as a worker sees it (a DhcpControl): calls go there,
     figures are the ones it pushed last (at most PUSH_SECONDS old)."""
 
-    def __init__(self, main: MainProcess, pushed: dict[str, Any]) -> None:
+    def __init__(self, main: MainProcess, pushed: DhcpFigures | None) -> None:
         self.main = main
         self.pushed = pushed
 
     @property
     def addresses(self) -> list[tuple[str, int]]:
-        return [(str(host), int(port)) for host, port in self.pushed.get("addresses", [])]
+        return [] if self.pushed is None else list(self.pushed.addresses)
 
     def forget(self, ended: Iterable[tuple[uuid.UUID, uuid.UUID, str | None]]) -> None:
-        self.main.tell("dhcp_forget", [[str(lease), str(subnet), event]
-                                       for lease, subnet, event in ended])
+        self.main.tell(DhcpForget(ended=[
+            EndedLease(lease_id=lease, subnet_id=subnet, event=event)
+            for lease, subnet, event in ended]))
 
     async def reload_plan(self) -> None:
-        await self.main.call("dhcp_reload_plan")
+        await self.main.call(DhcpReloadPlan())
 
     def saturated_seconds(self) -> float:
-        return float(self.pushed.get("saturated_seconds", 0.0))
+        return 0.0 if self.pushed is None else self.pushed.saturated_seconds
 
     def receiving_seconds(self) -> float:
-        return float(self.pushed.get("receiving_seconds", 0.0))
+        return 0.0 if self.pushed is None else self.pushed.receiving_seconds
+
+    def lease_changes(self) -> int:
+        return 0  # (only the main process's storm signals ask; a worker has none)
 
     def counters_snapshot(self) -> dict[str, Any]:
-        return dict(self.pushed.get("counters") or {})
+        return {} if self.pushed is None else dict(self.pushed.counters)
 
 
 # ------------------------------------------------------------------ the worker's side
 
 
-def apply_push(state: AppState, main: MainProcess, value: Any) -> None:
+def apply_push(state: AppState, main: MainProcess, push: Push) -> None:
     """Take what the main process pushed: its start time and its DHCP server's figures."""
-    if not isinstance(value, dict):
-        return
-    if isinstance(value.get("started_at"), (int, float)):
-        state.started_at = float(value["started_at"])
+    state.started_at = push.started_at
     # With DHCP enabled the worker always forwards: the server may start (or restart) in
     # the main process after this push, and the main process knows whether it runs now.
-    dhcp = value.get("dhcp")
-    figures = dhcp if isinstance(dhcp, dict) else {}
     if not state.config.dhcp.enabled:
         state.dhcp = None
     elif isinstance(state.dhcp, MainDhcp):
-        state.dhcp.pushed = figures
+        state.dhcp.pushed = push.dhcp
     else:
-        state.dhcp = MainDhcp(main, figures)
+        state.dhcp = MainDhcp(main, push.dhcp)
 
 
 # ------------------------------------------------------------------ the main process's side
 
 
-def push(state: AppState) -> dict[str, Any]:
+def push(state: AppState) -> Push:
     """What every worker is sent at its start and every PUSH_SECONDS."""
     dhcp = state.dhcp
-    return {"started_at": state.started_at,
-            "dhcp": None if dhcp is None else {
-                "addresses": [list(a) for a in dhcp.addresses],
-                "saturated_seconds": dhcp.saturated_seconds(),
-                "receiving_seconds": dhcp.receiving_seconds(),
-                "counters": dhcp.counters_snapshot()}}
+    return Push(started_at=state.started_at, dhcp=None if dhcp is None else DhcpFigures(
+        addresses=dhcp.addresses, saturated_seconds=dhcp.saturated_seconds(),
+        receiving_seconds=dhcp.receiving_seconds(), counters=dhcp.counters_snapshot()))
 
 
-def _ended(args: Any) -> list[tuple[uuid.UUID, uuid.UUID, str | None]]:
-    return [(uuid.UUID(lease), uuid.UUID(subnet), None if event is None else str(event))
-            for lease, subnet, event in args]
+class Answers:
+    """The main process's answers to its workers' calls: one handler per request type."""
 
+    def __init__(self, state: AppState, limits: LocalLimits) -> None:
+        self.state, self.limits = state, limits
+        self._handlers: dict[type[Message], Callable[[str, Any], Awaitable[JsonValue]]] = {
+            RateLimit: self._rate_limit, DhcpForget: self._forget,
+            DhcpReloadPlan: self._reload_plan, DhcpCounters: self._counters,
+            RenderMetrics: self._metrics}
 
-async def answer(state: AppState, limits: LocalLimits, worker: str, call: str,
-                 args: Any) -> Any:
-    """A worker's call, answered in the main process."""
-    if call == "rate_limit":
-        return await limits.hit(str(args["client"]), int(args["limit"]))
-    if call == "dhcp_forget":
-        for server in (state.dhcp, state.dhcp6):  # one lease table: either may hold it
+    async def __call__(self, worker: str, request: Request) -> JsonValue:
+        return await self._handlers[type(request)](worker, request)
+
+    async def _rate_limit(self, worker: str, request: RateLimit) -> JsonValue:
+        return await self.limits.hit(request.client, request.limit)
+
+    async def _forget(self, worker: str, request: DhcpForget) -> JsonValue:
+        ended = [(e.lease_id, e.subnet_id, e.event) for e in request.ended]
+        for server in (self.state.dhcp, self.state.dhcp6):  # one lease table: either may hold it
             if server is not None:
-                server.forget(_ended(args))
+                server.forget(ended)
         return None
-    if call == "dhcp_reload_plan":
-        if state.dhcp is not None:
-            await state.dhcp.reload_plan()
+
+    async def _reload_plan(self, worker: str, request: DhcpReloadPlan) -> JsonValue:
+        if self.state.dhcp is not None:
+            await self.state.dhcp.reload_plan()
         return None
-    if call == "dhcp_counters":  # the dashboard's figures as they are now
-        return None if state.dhcp is None else state.dhcp.counters_snapshot()
-    if call == "metrics":
-        return await _metrics(state, worker, args)
-    raise ValueError(f"no such call: {call!r}")
 
+    async def _counters(self, worker: str, request: DhcpCounters) -> JsonValue:
+        """The dashboard's figures as they are now."""
+        return None if self.state.dhcp is None else self.state.dhcp.counters_snapshot()
 
-async def _metrics(state: AppState, worker: str, args: Any) -> str:
-    """The node's metrics: the caller's request latency as it sent it, the other workers'
-    as of their last report (each second)."""
-    latency = metrics.ApiLatency()
-    own = state.counters.get("api_latency")
-    if isinstance(own, metrics.ApiLatency):
-        latency.add_report(own.report())
-    for name, report in state.children.items():
-        if name != worker and "api_latency" in report:
-            latency.add_report(report["api_latency"])
-    latency.add_report(args.get("api_latency") if isinstance(args, dict) else None)
-    data = await state.db.run(metrics.gather, state.config.ops.node_down_seconds)
-    return metrics.render(state, data, latency).decode()
+    async def _metrics(self, worker: str, request: RenderMetrics) -> JsonValue:
+        """The node's metrics: the caller's request latency as it sent it, the other
+        workers' as of their last report (each second)."""
+        state = self.state
+        latency = metrics.ApiLatency()
+        own = state.counters.get("api_latency")
+        if isinstance(own, metrics.ApiLatency):
+            latency.add_report(own.report())
+        for name, report in state.children.items():
+            if name != worker:
+                latency.add_report(report.api_latency)
+        latency.add_report(request.api_latency)
+        data = await state.db.run(metrics.gather, state.config.ops.node_down_seconds)
+        return metrics.render(state, data, latency).decode()

@@ -8,7 +8,7 @@ are fixed sets, routes are templates, pools are the worst POOL_SERIES_MAX only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import asyncpg
@@ -22,6 +22,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ipamd.core.histogram import SECONDS_BUCKETS, Histogram
+from ipamd.messages import HistogramData, LatencyData
 from ipamd.ops import figures, nodes
 from ipamd.state import AppState
 
@@ -44,23 +45,18 @@ class ApiLatency:
             found = self.by_key[key] = Histogram()
         found.observe(seconds)
 
-    def report(self) -> list[dict[str, Any]]:
-        """As plain JSON (an API worker process reports it to the main process)."""
-        return [{"key": list(key), "counts": h.counts, "total": h.total, "count": h.count}
+    def report(self) -> list[LatencyData]:
+        """As an API worker process reports it to the main process."""
+        return [LatencyData(key=key, counts=h.counts, total=h.total, count=h.count)
                 for key, h in self.by_key.items()]
 
-    def add_report(self, report: object) -> None:
-        """Add another process's ``report()`` (malformed parts are skipped)."""
-        for item in report if isinstance(report, list) else []:
-            key = item.get("key") if isinstance(item, dict) else None
+    def add_report(self, report: Iterable[LatencyData]) -> None:
+        """Add another process's ``report()`` (a histogram of other buckets is skipped)."""
+        for item in report:
             theirs = _histogram_of(item)
-            if (theirs is None or not isinstance(key, list) or len(key) != 3
-                    or not all(isinstance(k, str) for k in key)):
-                continue
-            method, route, status = key
-            mine = self.by_key.get((method, route, status))
-            self.by_key[(method, route, status)] = (theirs if mine is None
-                                                    else merged(mine, theirs))
+            if theirs is not None:
+                mine = self.by_key.get(item.key)
+                self.by_key[item.key] = theirs if mine is None else merged(mine, theirs)
 
 
 async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any]:
@@ -159,14 +155,13 @@ class _Scrape(Collector):
         ), _by_name)
 
     def _outbox(self) -> Iterator[Metric]:
-        # This process's deliveries and its children's (DNS updates: see ipamd/child.py).
+        # This process's deliveries and its children's (DNS updates: see ipamd/child).
         counters: dict[str, int] = dict(self.state.counters.get("outbox") or {})
         latency: dict[str, Histogram] = dict(self.state.counters.get("outbox_latency") or {})
         for report in self.state.children.values():
-            for name, n in (report.get("outbox") or {}).items():
-                if isinstance(n, int):
-                    counters[name] = counters.get(name, 0) + n
-            for kind, h in (report.get("outbox_latency") or {}).items():
+            for name, n in report.outbox.items():
+                counters[name] = counters.get(name, 0) + n
+            for kind, h in report.outbox_latency.items():
                 child = _histogram_of(h)
                 if child is not None:
                     latency[kind] = merged(latency[kind], child) if kind in latency else child
@@ -219,16 +214,11 @@ def render(state: AppState, db: dict[str, Any], api: ApiLatency) -> bytes:
     return generate_latest(registry)
 
 
-def _histogram_of(data: object) -> Histogram | None:
-    """A child's reported histogram (counts, total, count), or None when malformed."""
-    if not isinstance(data, dict):
+def _histogram_of(data: HistogramData) -> Histogram | None:
+    """A child's reported histogram, or None when its buckets are not ours."""
+    if len(data.counts) != len(SECONDS_BUCKETS) + 1:
         return None
-    counts, total, count = data.get("counts"), data.get("total"), data.get("count")
-    if (not isinstance(counts, list) or len(counts) != len(SECONDS_BUCKETS) + 1
-            or not all(isinstance(n, int) for n in counts)
-            or not isinstance(total, (int, float)) or not isinstance(count, int)):
-        return None
-    return Histogram(counts=list(counts), total=float(total), count=count)
+    return Histogram(counts=list(data.counts), total=data.total, count=data.count)
 
 
 def merged(a: Histogram, b: Histogram) -> Histogram:

@@ -11,9 +11,10 @@ backoff), ``sampler`` (the storm signals), ``serving`` (hypercorn and TLS),
 The names below are what the entry points (cli.py) and the tests use.
 """
 
-from ipamd.runtime.api_processes import API_WORKER, api_in_main_process, run_api_worker
+from ipamd.child import API_WORKER, DNS_DELIVERY
+from ipamd.runtime.api_processes import api_in_main_process, run_api_worker
 from ipamd.runtime.appliance import Running, run, services
-from ipamd.runtime.children import DNS_DELIVERY, run_child
+from ipamd.runtime.children import run_child
 from ipamd.runtime.database import bundled_cluster, database_dsn, prepare_database
 from ipamd.runtime.sampler import (
     DERIVE_CHURN_PER_SECOND,

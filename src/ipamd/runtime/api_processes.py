@@ -15,7 +15,9 @@ from ipamd.api import workers as api_workers
 from ipamd.api.app import create_app
 from ipamd.api.balance import ConnectionShare
 from ipamd.api.token_cache import TokenCache
+from ipamd.child import ApiWorkerRole
 from ipamd.config import Config
+from ipamd.messages import Push, Report
 from ipamd.ops.metrics import ApiLatency
 from ipamd.runtime import serving
 from ipamd.runtime.database import connect
@@ -23,7 +25,6 @@ from ipamd.runtime.node import Node, freeze_startup_objects, node_process
 from ipamd.runtime.supervision import supervise
 from ipamd.state import AppState
 
-API_WORKER = "api-worker"
 API_WORKER_REPORT_SECONDS = 1.0  # its request latency, for the node's /metrics
 
 
@@ -40,14 +41,23 @@ def api_in_main_process(config: Config) -> bool:
 # ------------------------------------------------------------------ the main process's side
 
 
-async def _api_worker(share: ConnectionShare, slot: int, state: AppState, *,
-                      task_status: trio.TaskStatus[None], **kwargs: Any) -> None:
+async def _api_worker(share: ConnectionShare, spec: ApiWorkerRole, state: AppState, *,
+                      task_status: trio.TaskStatus[None]) -> None:
     """One API worker process (child.keep_running); once it has ended, however it ended,
     its connections are gone and the others stop waiting for it (api/balance.py)."""
     try:
-        await child.keep_running(state, task_status=task_status, **kwargs)
+        await child.keep_running(state, spec, task_status=task_status)
     finally:
-        share.retire(slot)
+        share.retire(spec.slot)
+
+
+def _worker_role(state: AppState, n: int, bound: serving.Listeners, share: ConnectionShare,
+                 answers: api_workers.Answers) -> ApiWorkerRole:
+    return ApiWorkerRole(
+        name=f"api-{n}", slot=n - 1, https_fds=tuple(s.fileno() for s in bound.secure),
+        http_fds=tuple(s.fileno() for s in bound.plain), share_fd=share.fd, calls=answers,
+        pushes=lambda: api_workers.push(state),
+        stop_grace=state.config.api.graceful_timeout_seconds + 2)
 
 
 async def serve_api_workers(
@@ -61,21 +71,13 @@ async def serve_api_workers(
     count = config.api.worker_count
     bound = serving.listeners(config)
     share = ConnectionShare.create(count)
-    secure, plain = [s.fileno() for s in bound.secure], [s.fileno() for s in bound.plain]
-    limits = api_workers.LocalLimits()
+    answers = api_workers.Answers(state, api_workers.LocalLimits())
     try:
         async with trio.open_nursery() as nursery:
             for n in range(1, count + 1):
-                worker = functools.partial(
-                    _api_worker, share, n - 1, role=API_WORKER, name=f"api-{n}",
-                    args=["--https-fds", ",".join(map(str, secure)),
-                          "--http-fds", ",".join(map(str, plain)),
-                          "--share-fd", str(share.fd), "--slot", str(n - 1)],
-                    pass_fds=[*secure, *plain, share.fd],
-                    calls=functools.partial(api_workers.answer, state, limits),
-                    pushes=functools.partial(api_workers.push, state), ready_on_report=True,
-                    stop_grace=config.api.graceful_timeout_seconds + 2)
-                await nursery.start(supervise, f"api-{n}", worker, state)
+                spec = _worker_role(state, n, bound, share, answers)
+                worker = functools.partial(_api_worker, share, spec)
+                await nursery.start(supervise, spec.name, worker, state)
             task_status.started(bound.binds)
             await stop.wait()
             nursery.cancel_scope.cancel()  # each worker is told to stop, and drains
@@ -90,11 +92,11 @@ async def serve_api_workers(
 async def _follow_parent(node: Node, link: child.ParentLink, pushed: trio.Event) -> None:
     """The parent's pushes until it closes the pipe (or dies); then this worker stops."""
 
-    def on_push(value: object) -> None:
-        api_workers.apply_push(node.state, link, value)
+    def on_push(push: Push) -> None:
+        api_workers.apply_push(node.state, link, push)
         pushed.set()
 
-    await link.follow(on_push=on_push)
+    await link.follow(link.inbox().on(Push, on_push))
     node.stop.set()
 
 
@@ -132,7 +134,7 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
         await node.nursery.start(_serve, node, app, (https_fds, http_fds), share, served)
         freeze_startup_objects()
         # The first report tells the parent this worker serves.
-        reporter = child.Reporter(lambda: {"pid": os.getpid(), "api_latency": latency.report()},
+        reporter = child.Reporter(lambda: Report(pid=os.getpid(), api_latency=latency.report()),
                                   link, every=API_WORKER_REPORT_SECONDS)
         node.nursery.start_soon(reporter.run)
         await node.stop_with(served, config.api.graceful_timeout_seconds + 1)

@@ -14,6 +14,7 @@ from ipamd import child
 from ipamd.api import idempotency
 from ipamd.api.app import create_app
 from ipamd.api.token_cache import TokenCache
+from ipamd.child import DnsDeliveryRole
 from ipamd.config import Config
 from ipamd.dhcp import expiry as dhcp_expiry
 from ipamd.dhcp import server as dhcp_server
@@ -24,7 +25,6 @@ from ipamd.ops import service as ops_service
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.runtime import serving
 from ipamd.runtime.api_processes import api_in_main_process, serve_api_workers
-from ipamd.runtime.children import DNS_DELIVERY
 from ipamd.runtime.database import prepare_database
 from ipamd.runtime.node import Node, node_process
 from ipamd.runtime.node import freeze_startup_objects as freeze_now
@@ -61,10 +61,9 @@ def _storm_services(state: AppState) -> list[tuple[str, Service]]:
 def _outbox_services(state: AppState) -> list[tuple[str, Service]]:
     outbox = functools.partial(outbox_scheduler.run, kinds=MAIN_PROCESS_KINDS)
     # DNS updates are delivered by a child process at a lower CPU priority: a lease storm's
-    # updates must not slow the storm's DHCP (child.py). Started at the first queued DNS row.
-    delivery = functools.partial(child.keep_running, role=DNS_DELIVERY,
-                                 start_when=dns_delivery.wait_for_work,
-                                 busy=dhcp_at_ceiling(state))
+    # updates must not slow the storm's DHCP (ipamd/child). Started at the first queued DNS row.
+    role = DnsDeliveryRole(busy=dhcp_at_ceiling(state), start_when=dns_delivery.wait_for_work)
+    delivery = functools.partial(child.keep_running, spec=role)
     return [("outbox", outbox), ("dns_delivery", delivery)]
 
 

@@ -1,4 +1,4 @@
-"""Roles the appliance runs in child processes of its own (child.py), other than the API
+"""Roles the appliance runs in child processes of its own (ipamd/child), other than the API
 workers: the role → service table and a child's side, ``run_child``."""
 
 from __future__ import annotations
@@ -8,17 +8,17 @@ import os
 from collections.abc import Callable
 
 from ipamd import child
+from ipamd.child import DNS_DELIVERY
 from ipamd.config import Config
 from ipamd.db.bridge import Database
 from ipamd.dns import delivery as dns_delivery
+from ipamd.messages import Busy, HistogramData, Report
 from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.outbox.gate import Gate
 from ipamd.runtime.database import connect
 from ipamd.runtime.node import node_process
 from ipamd.runtime.supervision import Service, supervise
 from ipamd.state import AppState
-
-DNS_DELIVERY = "dns-delivery"
 
 # A child's transactions (claims, outcomes) do not wait for their WAL flush: they would
 # queue behind the DHCP server's lease commits, which do. A crash may forget the last
@@ -34,17 +34,18 @@ def _dns_delivery(gate: Gate) -> Service:
                              stage=dns_delivery.expand_staged)
 
 
-# role → the service a child process runs (``ipamd child ROLE``; see child.py), given the
-# gate its parent's busy/idle lines open and close
+# role → the service a child process runs (``ipamd child ROLE``; see ipamd/child), given the
+# gate its parent's Busy messages close and open
 CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery}
 
 
-def _child_report(state: AppState) -> dict[str, object]:
+def _child_report(state: AppState) -> Report:
     """What a child tells its parent's metrics: its outbox outcomes and latency by kind."""
     latency = state.counters.get("outbox_latency") or {}
-    return {"pid": os.getpid(), "outbox": dict(state.counters.get("outbox") or {}),
-            "outbox_latency": {kind: {"counts": h.counts, "total": h.total, "count": h.count}
-                               for kind, h in latency.items()}}
+    return Report(pid=os.getpid(), outbox=dict(state.counters.get("outbox") or {}),
+                  outbox_latency={kind: HistogramData(counts=h.counts, total=h.total,
+                                                      count=h.count)
+                                  for kind, h in latency.items()})
 
 
 async def _child_pool(config: Config) -> Database:
@@ -60,14 +61,16 @@ async def run_child(config: Config, role: str) -> None:
     gate = Gate(config.outbox.dns_storm_updates_per_second, busy=True)
     service = CHILD_ROLES[role](gate)
     child.lower_priority(config.outbox.dns_delivery_nice)
+    link = child.ParentLink()
+    inbox = link.inbox().on(Busy, lambda told: gate.set_busy(told.busy))
     async with node_process(config, _child_pool) as node:
         await node.nursery.start(supervise, role, service, node.state)
-        reporter = child.Reporter(functools.partial(_child_report, node.state))
+        reporter = child.Reporter(functools.partial(_child_report, node.state), link)
         node.nursery.start_soon(reporter.run)
         node.watch_signals()
 
         async def parent_gone() -> None:
-            await child.follow_parent(gate.set_busy)
+            await link.follow(inbox)
             node.stop.set()
 
         node.nursery.start_soon(parent_gone)

@@ -82,9 +82,9 @@ async def _setup(admin: httpx.AsyncClient, operator: httpx.AsyncClient, bind: Bi
 async def _child_pid(appliance: runtime.Running, other_than: int | None = None) -> int:
     with trio.fail_after(WAIT):
         while True:
-            report = appliance.state.children.get(runtime.DNS_DELIVERY) or {}
-            if report.get("pid") not in (None, other_than):
-                return int(report["pid"])
+            report = appliance.state.children.get(runtime.DNS_DELIVERY)
+            if report is not None and report.pid != other_than:
+                return report.pid
             await trio.sleep(0.1)
 
 

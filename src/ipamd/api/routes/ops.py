@@ -13,6 +13,7 @@ from ipamd.api import paging
 from ipamd.api.router import Body, Query, Reply, RequestContext, Router
 from ipamd.api.routes import listing
 from ipamd.api.schemas import Page
+from ipamd.messages import DhcpCounters, RenderMetrics
 from ipamd.ops import alerts, dashboard, metrics, nodes, pool_samples, service
 from ipamd.state import AppState
 
@@ -194,7 +195,8 @@ async def _dhcp_counters(state: AppState) -> dict[str, Any]:
     assert state.dhcp is not None
     if state.main_process is None:
         return state.dhcp.counters_snapshot()
-    return dict(await state.main_process.call("dhcp_counters") or {})
+    counters = await state.main_process.call(DhcpCounters())
+    return counters if isinstance(counters, dict) else {}
 
 
 @router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
@@ -203,8 +205,8 @@ async def get_metrics(ctx: RequestContext) -> Response:
     latency = ctx.state.counters.setdefault("api_latency", metrics.ApiLatency())
     main = ctx.state.main_process
     if main is not None:  # an API worker: the node's figures are the main process's
-        text = await main.call("metrics", {"api_latency": latency.report()})
-        return Response(text, status=200, content_type=metrics.CONTENT_TYPE)
+        text = await main.call(RenderMetrics(api_latency=latency.report()))
+        return Response(str(text), status=200, content_type=metrics.CONTENT_TYPE)
     data = await ctx.run(metrics.gather, ctx.state.config.ops.node_down_seconds)
     body = metrics.render(ctx.state, data, latency)
     return Response(body, status=200, content_type=metrics.CONTENT_TYPE)
