@@ -17,24 +17,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any
 
 from ipamd.api.errors import ApiError
 
-_State = TypeVar("_State", bound=enum.Enum)
+
+class State(enum.Enum):
+    """A state of one of a connection's small machines: each machine is a subclass listing
+    its states, and its ``to`` checks a move against the machine's table. Members are
+    singletons, so they hash by identity (Enum's own hash is a Python call, and a move
+    hashes twice: every request makes several)."""
+
+    __hash__ = object.__hash__
 
 
-def checked_move(current: _State, new: _State, moves: Mapping[_State, frozenset[_State]],
-                 ) -> _State:
-    """``new``, if the table lets ``current`` move to it: a move it does not list is a bug
-    in the connection's code, never something a client can cause."""
-    if new not in moves[current]:
-        raise RuntimeError(f"{type(current).__name__}: no move from {current.name} to "
-                           f"{new.name}")
-    return new
+def refused_move(current: State, new: State) -> RuntimeError:
+    """A move the machine's table does not list: a bug in the connection's code, never
+    something a client can cause."""
+    return RuntimeError(f"{type(current).__name__}: no move from {current.name} to "
+                        f"{new.name}")
 
 
-class ResponseState(enum.Enum):
+class ResponseState(State):
     """Where a response is: PENDING → HEAD → (BODY →)* DONE."""
 
     PENDING = "the app has not started it"
@@ -43,7 +47,9 @@ class ResponseState(enum.Enum):
     DONE = "complete"
 
     def to(self, new: ResponseState) -> ResponseState:
-        return checked_move(self, new, _RESPONSE_MOVES)
+        if new in _RESPONSE_MOVES[self]:
+            return new
+        raise refused_move(self, new)
 
 
 _RESPONSE_MOVES: Mapping[ResponseState, frozenset[ResponseState]] = {
