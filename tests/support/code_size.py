@@ -20,10 +20,10 @@ from pathlib import Path
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 450
 
-# Modules allowed past MAX_MODULE_LINES (path from the package folder): tables, not code.
-EXEMPT_MODULES: dict[str, str] = {
-    "dhcp/option_tables.py": "the DHCPv4 option tables (RFC 2132 and later): data, not code",
-}
+# Modules allowed past MAX_MODULE_LINES (path from the package folder -> why): tables of
+# data, not code. None today: the DHCP codec tables (dhcp/options.py, dhcp6/option_classes.py)
+# fit; a table that outgrows the limit goes in its own module, listed here.
+EXEMPT_MODULES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -95,14 +95,26 @@ class RequestContext:
     route: RouteSpec
     request_id: str
     token_cache: TokenCache
-    body: Any = None
-    query: Any = None
+    body: BaseModel | None = None  # an instance of the route's ``body`` model
+    query: BaseModel | None = None  # an instance of the route's ``query`` model
     raw_body: Any = None
     idempotency_key: str | None = None
 
     @property
     def actor(self) -> str:
         return self.caller.actor
+
+    def body_as(self, model: type[M]) -> M:
+        """The validated body, typed: ``model`` is the one the route declares."""
+        return _declared(self.body, model, self.route, "body")
+
+    def query_as(self, model: type[M]) -> M:
+        """The validated query string, typed: ``model`` is the one the route declares."""
+        return _declared(self.query, model, self.route, "query")
+
+    def fields(self, *, exclude_unset: bool = False) -> dict[str, Any]:
+        """The body's fields as the domain rooms take them (a PATCH: ``exclude_unset``)."""
+        return self.body_as(BaseModel).model_dump(exclude_unset=exclude_unset)
 
     async def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return await self.state.db.run(fn, *args)
@@ -132,6 +144,13 @@ class RequestContext:
             args,
         )
         return Reply(body, status)
+
+
+def _declared(value: BaseModel | None, model: type[M], route: RouteSpec, part: str) -> M:
+    # A handler asking for another model than its route declares is a bug in the route.
+    if not isinstance(value, model):
+        raise TypeError(f"{route.method} {route.path} declares no {part} {model.__name__}")
+    return value
 
 
 Handler = Callable[..., Awaitable[Any]]

@@ -178,9 +178,9 @@ class DrivenLoop:
         self._turning = True
         try:
             for _ in range(INLINE_TURNS):
-                loop._run_once()  # type: ignore[attr-defined]
+                loop._run_once()  # type: ignore[attr-defined]  # asyncio private (see above)
                 selector.skip = True
-                if not loop._ready:  # type: ignore[attr-defined]
+                if not loop._ready:  # type: ignore[attr-defined]  # asyncio private (see above)
                     break
         finally:
             self._turning = False
@@ -190,7 +190,7 @@ class DrivenLoop:
     def _next_timer(self) -> float:
         """The trio time of the loop's next timer; inf without one."""
         # asyncio's private timer heap (see the module's docstring)
-        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]
+        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]  # private
         if not scheduled:
             return math.inf
         return trio.current_time() + max(0.0, scheduled[0].when() - self.loop.time())
@@ -199,7 +199,7 @@ class DrivenLoop:
         if self._waiting is not None:
             self._waiting.cancel()
         elif self._bare:
-            self.loop._write_to_self()  # type: ignore[attr-defined]
+            self.loop._write_to_self()  # type: ignore[attr-defined]  # asyncio private (see above)
 
     def turn_now(self) -> None:
         """Take the loop's turns in the caller until nothing is ready; more than
@@ -208,10 +208,10 @@ class DrivenLoop:
         if self._turning:
             return
         self._turns(False)
-        if self.loop._ready:  # type: ignore[attr-defined]
+        if self.loop._ready:  # type: ignore[attr-defined]  # asyncio private (see above)
             self._wake_driver()
         elif self._bare:
-            if self.loop._scheduled:  # type: ignore[attr-defined]
+            if self.loop._scheduled:  # type: ignore[attr-defined]  # asyncio private (see above)
                 self._wake_driver()  # a timer armed in these turns: wait for it too
         elif self._waiting is not None:
             # A timer armed in these turns (asyncpg's connect timeout) may be due before
@@ -224,13 +224,13 @@ class DrivenLoop:
     async def drive(self) -> None:
         """Take a turn whenever the loop has I/O, a due timer or ready callbacks."""
         loop = self.loop
-        epoll_fd = loop._selector.fileno()  # type: ignore[attr-defined]
+        epoll_fd = loop._selector.fileno()  # type: ignore[attr-defined]  # asyncio private (see above)
         while True:
             self._turns(True)
-            if loop._ready:  # type: ignore[attr-defined]
+            if loop._ready:  # type: ignore[attr-defined]  # asyncio private (see above)
                 await trio.lowlevel.checkpoint()  # trio's tasks run between busy turns
                 continue
-            if not loop._scheduled:  # type: ignore[attr-defined]
+            if not loop._scheduled:  # type: ignore[attr-defined]  # asyncio private (see above)
                 self._bare = True
                 try:
                     await trio.lowlevel.wait_readable(epoll_fd)
@@ -322,7 +322,7 @@ async def open_loop() -> AsyncIterator[DrivenLoop]:
     driven = DrivenLoop()
     # The loop counts as running in this thread while it is open: asyncio's thread checks
     # and ``is_running`` see it so.
-    driven.loop._thread_id = threading.get_ident()  # type: ignore[attr-defined]
+    driven.loop._thread_id = threading.get_ident()  # type: ignore[attr-defined]  # asyncio private (see above)
     reset = _current.set(driven)
     # Shielded: when the body is cancelled its clean-up still crosses (a pool closes, a
     # shielded "node stopped" write): the driver turns until the loop is closed.
@@ -346,7 +346,7 @@ async def open_loop() -> AsyncIterator[DrivenLoop]:
     finally:
         with contextlib.suppress(ValueError):  # reset from another context: let it be
             _current.reset(reset)
-        driven.loop._thread_id = None  # type: ignore[attr-defined]
+        driven.loop._thread_id = None  # type: ignore[attr-defined]  # asyncio private (see above)
         driven.loop.close()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypedDict, TypeVar
 
@@ -75,7 +75,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 @asynccontextmanager
-async def asyncio_loop():  # type: ignore[no-untyped-def]
+async def asyncio_loop() -> AsyncIterator[aio_loop.DrivenLoop]:
     """Open the asyncio loop that asyncpg runs on; wrap the whole nursery in it."""
     async with aio_loop.open_loop() as loop:
         yield loop

@@ -217,7 +217,7 @@ class Committer(Generic[Q]):
         reads the answer (``_committed``). None when the loop is closing (the worker's own
         attempt then fails and says so)."""
         try:
-            return self._sessions.start(  # type: ignore[union-attr]
+            return self._sessions.start(  # type: ignore[union-attr]  # open() set it
                 self._commit_fn, [tx.op for tx in flight.batch], self._trusting(),
                 then=functools.partial(self._committed, flight))
         except ConnectionError:
@@ -393,7 +393,7 @@ class Committer(Generic[Q]):
                     attempt_unit, first = first, None  # a retry starts anew
                     refused = await attempt_unit.result()
                 else:
-                    refused = await self._sessions.run(  # type: ignore[union-attr]
+                    refused = await self._sessions.run(  # type: ignore[union-attr]  # open() set it
                         self._commit_fn, ops, self._trusting())
                 if refused:
                     self._careful_until = time.monotonic() + CAREFUL_SECONDS

@@ -101,7 +101,7 @@ def _lapse_holds(env: Env) -> None:
 
 def _offer(tx: Exchange, env: Env, ip: int) -> DhcpReply:
     """Hold ``ip`` for the client in memory and offer it: no write (the Ack will judge)."""
-    env.cache.holds.hold(tx.subnet.id, ip, tx.client_key,  # type: ignore[union-attr]
+    env.cache.holds.hold(tx.subnet.id, ip, tx.client_key,  # type: ignore[union-attr]  # subnet_select set it
                          time.time() + env.config.offer_hold_seconds)
     return _reply(tx, env, OFFER, ip)
 
@@ -110,19 +110,19 @@ def _op(tx: Exchange, kind: OpKind, ip: int | None, seconds: int, **extra: objec
     msg = tx.msg
     cid = msg.client_id
     op = Op(
-        kind, tx.subnet.id, ip, tx.client_key, seconds,  # type: ignore[union-attr]
+        kind, tx.subnet.id, ip, tx.client_key, seconds,  # type: ignore[union-attr]  # subnet_select set it
         mac=msg.chaddr[:6].hex() if msg.htype == 1 and msg.hlen == 6 else None,
         client_id=cid,
         duid=cid[5:].hex(":") if cid and len(cid) > 5 and cid[0] == 255 else None,
         hostname=tx.hostname, fqdn=tx.fqdn, circuit_id=tx.circuit_id, remote_id=tx.remote_id,
-        giaddr=msg.giaddr or None, **extra,  # type: ignore[arg-type]
+        giaddr=msg.giaddr or None, **extra,  # type: ignore[arg-type]  # Op checks its keywords
     )
     return op
 
 
 def _claim(env: Env, tx: Exchange, op: Op) -> Op:
     """Reserve the op's new address against parallel picks until the commit is done."""
-    env.pending_in(op.subnet_id).add(op.ip)  # type: ignore[arg-type]
+    env.pending_in(op.subnet_id).add(op.ip)  # type: ignore[arg-type]  # a claim has its address
     tx.op = op
     return op
 
@@ -162,8 +162,8 @@ def _discover(tx: Exchange, env: Env) -> Decision:
 
 def _grant(tx: Exchange, env: Env, ip: int, superseding: bool) -> Op:
     """The Ack of an address with no lease yet: insert it, the unique indexes judge."""
-    return _claim(env, tx, _op(tx, OpKind.INSERT, ip, tx.subnet.lease_time,  # type: ignore[union-attr]
-                               supersede=superseding))
+    lease_time = tx.subnet.lease_time  # type: ignore[union-attr]  # subnet_select set it
+    return _claim(env, tx, _op(tx, OpKind.INSERT, ip, lease_time, supersede=superseding))
 
 
 def _request(tx: Exchange, env: Env) -> Decision:
@@ -236,7 +236,8 @@ def _decline(tx: Exchange, env: Env) -> Decision:
 def _release(tx: Exchange, env: Env) -> Decision:
     if not tx.msg.ciaddr:
         return "bad_request"
-    hold = env.cache.holds.client(tx.subnet.id, tx.client_key)  # type: ignore[union-attr]
+    subnet_id = tx.subnet.id  # type: ignore[union-attr]  # subnet_select set it
+    hold = env.cache.holds.client(subnet_id, tx.client_key)
     if hold is not None and hold.ip == tx.msg.ciaddr:
         env.cache.holds.drop(hold.subnet_id, hold.client_key)  # never acknowledged
     tx.op = _op(tx, OpKind.RELEASE, tx.msg.ciaddr, 0)
@@ -292,7 +293,7 @@ def finish(tx: Exchange, env: Env) -> Decision:
         if op.event is not None:
             env.counters.leases[op.event] += 1
         if kind == OpKind.RELEASE:
-            cache.drop(op.lease_id)  # type: ignore[arg-type]
+            cache.drop(op.lease_id)  # type: ignore[arg-type]  # a committed op has its lease id
             stale = cache.client(op.subnet_id, op.client_key)
             if stale is not None and stale.ip == op.ip:
                 cache.drop(stale.lease_id)
@@ -301,11 +302,11 @@ def finish(tx: Exchange, env: Env) -> Decision:
         if kind == OpKind.INSERT:
             cache.holds.drop(op.subnet_id, op.client_key)  # a lease now, or quarantined
         state = "declined" if kind == OpKind.DECLINE else op.state
-        cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]
+        cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]  # committed: id and ip set
                         op.client_key, op.expires))
         if state == "declined":
             return None
-        return _reply(tx, env, ACK, op.ip)  # type: ignore[arg-type]
+        return _reply(tx, env, ACK, op.ip)  # type: ignore[arg-type]  # committed: ip set
     # Refused or not found: bring the cache in line with the database, then decide again.
     if op.refreshed:
         env.counters.conflicts += 1

@@ -222,9 +222,9 @@ class LeaseCache:
             self._put(lease)
         for is_put, item in journal:
             if is_put:
-                self._put(item)  # type: ignore[arg-type]
+                self._put(item)  # type: ignore[arg-type]  # a put journals a Lease
             else:
-                self._drop(item)  # type: ignore[arg-type]
+                self._drop(item)  # type: ignore[arg-type]  # a drop journals an id
 
     def abort_resync(self) -> None:
         self._journal = None

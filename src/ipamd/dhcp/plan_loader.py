@@ -87,7 +87,7 @@ class PlanHolder(Generic[P]):
     def __init__(
         self, db: Database, refresh_seconds: float, poll_seconds: float = 2.0, *,
         load: Callable[[asyncpg.Connection], Awaitable[dict[str, Any]]] = load_rows,
-        build: Callable[[dict[str, Any]], P] = plan_mod.build,  # type: ignore[assignment]
+        build: Callable[[dict[str, Any]], P] = plan_mod.build,  # type: ignore[assignment]  # default P: dhcp Plan
         empty: dict[str, Any] = _EMPTY_ROWS,
     ) -> None:
         self.db = db

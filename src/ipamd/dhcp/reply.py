@@ -171,7 +171,7 @@ def _template(tx: Exchange, mtype: int, inform: bool, sid: int, prl: bytes,
     key = (mtype, inform, sid, prl, vendor)
     memo = subnet.wire_memo
     if key in memo:
-        return memo[key]  # type: ignore[no-any-return]
+        return memo[key]  # type: ignore[no-any-return]  # wire_memo holds DhcpReply
     reply = DhcpMessage.reply_to(tx.msg, mtype, server_id=sid or None)
     opts = reply.options
     opts.pop(CLIENT_ID, None)  # the client's own: put in per reply

@@ -110,10 +110,11 @@ class PowerDnsHttp:
             values = changes.get(key, (current.get(key, []), record.ttl))[0]
             changes[key] = (fn(values), record.ttl)
 
-        if c.remove is not None:
-            edit(c.remove, lambda vs: [v for v in vs if v != c.remove.value])  # type: ignore[union-attr]
-        if c.add is not None:
-            edit(c.add, lambda vs: [*vs, c.add.value] if c.add.value not in vs else vs)  # type: ignore[union-attr]
+        removed, added = c.remove, c.add
+        if removed is not None:
+            edit(removed, lambda vs: [v for v in vs if v != removed.value])
+        if added is not None:
+            edit(added, lambda vs: [*vs, added.value] if added.value not in vs else vs)
         await api.patch(c.zone, [
             _replace(name, rtype, ttl, values) if values else _delete(name, rtype)
             for (name, rtype), (values, ttl) in changes.items()])

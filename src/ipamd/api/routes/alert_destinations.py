@@ -50,14 +50,14 @@ class DestinationOut(BaseModel):
               body=DestinationCreate, response=DestinationOut, status=201, idempotent=True,
               errors=(401, 403, 409, 422))
 async def create_destination(ctx: RequestContext) -> Reply:
-    return await ctx.create(destinations.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(destinations.create, ctx.actor, ctx.fields())
 
 
 @router.route("GET", PATH, role="admin", summary="List alert destinations",
               query=paging.TenantPageQuery, response=Page[DestinationOut],
               errors=(400, 401, 403))
 async def list_destinations(ctx: RequestContext) -> dict[str, Any]:
-    q: paging.TenantPageQuery = ctx.query
+    q = ctx.query_as(paging.TenantPageQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     after = paging.after(q, [uuid.UUID])
     rows = await ctx.run(destinations.list_page, q.tenant_id, after[0] if after else None, limit)
@@ -75,7 +75,7 @@ async def get_destination(ctx: RequestContext, destination_id: uuid.UUID) -> dic
               summary="Change an alert destination", body=DestinationPatch,
               response=DestinationOut, errors=(401, 403, 404, 409, 422))
 async def update_destination(ctx: RequestContext, destination_id: uuid.UUID) -> dict[str, Any]:
-    body: DestinationPatch = ctx.body
+    body = ctx.body_as(DestinationPatch)
     changes = {k: v for k, v in body.model_dump(include=body.model_fields_set).items()
                if v is not None}
     return await ctx.tx(destinations.update, ctx.actor, destination_id, changes)

@@ -46,7 +46,7 @@ class AssignmentQuery(paging.PageQuery):
 )
 async def create_assignment(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     return await ctx.create(assignments.create, ctx.actor, entitlement(ctx.state), subnet_id,
-                            ctx.body.model_dump())
+                            ctx.fields())
 
 
 @router.route(
@@ -55,7 +55,7 @@ async def create_assignment(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     query=AssignmentQuery, response=Page[AssignmentOut], errors=(400, 401, 403, 404),
 )
 async def list_assignments(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
-    q: AssignmentQuery = ctx.query
+    q = ctx.query_as(AssignmentQuery)
     filters = assignments.Filters(ip=q.ip, hostname=q.hostname)
     return await listing.of_subnet(ctx, assignments.list_page, subnet_id, filters)
 
@@ -74,7 +74,7 @@ async def get_assignment(ctx: RequestContext, assignment_id: uuid.UUID) -> dict[
 )
 async def update_assignment(ctx: RequestContext, assignment_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(assignments.update, ctx.actor, assignment_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

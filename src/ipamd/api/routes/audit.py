@@ -90,7 +90,7 @@ async def _count(conn: asyncpg.Connection, q: AuditFilters) -> int:
     query=AuditQuery, response=Page[AuditEntry], errors=(400, 401, 403),
 )
 async def list_audit(ctx: RequestContext) -> dict[str, Any]:
-    q: AuditQuery = ctx.query
+    q = ctx.query_as(AuditQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     if q.sort is not None:
         sort = q.sort.lstrip("-")
@@ -108,4 +108,4 @@ async def list_audit(ctx: RequestContext) -> dict[str, Any]:
     query=AuditFilters, response=AuditCount, errors=(400, 401, 403),
 )
 async def count_audit(ctx: RequestContext) -> dict[str, Any]:
-    return {"count": await ctx.run(_count, ctx.query)}
+    return {"count": await ctx.run(_count, ctx.query_as(AuditFilters))}

@@ -50,7 +50,7 @@ class ClientClassQuery(paging.PageQuery):
     errors=(400, 401, 403, 409, 422),
 )
 async def create_client_class(ctx: RequestContext) -> Reply:
-    return await ctx.create(client_classes.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(client_classes.create, ctx.actor, ctx.fields())
 
 
 @router.route(
@@ -58,7 +58,7 @@ async def create_client_class(ctx: RequestContext) -> Reply:
     query=ClientClassQuery, response=Page[ClientClassOut], errors=(400, 401, 403),
 )
 async def list_client_classes(ctx: RequestContext) -> dict[str, Any]:
-    q: ClientClassQuery = ctx.query
+    q = ctx.query_as(ClientClassQuery)
     return await listing.by_id(ctx, client_classes.list_page, q.tenant_id, q.match)
 
 
@@ -76,7 +76,7 @@ async def get_client_class(ctx: RequestContext, class_id: uuid.UUID) -> dict[str
 )
 async def update_client_class(ctx: RequestContext, class_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(client_classes.update, ctx.actor, class_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

@@ -204,13 +204,13 @@ def _shown(ctx: RequestContext, value: dict[str, Any]) -> dict[str, Any]:
               body=ServerCreate, response=ServerOut, status=201, idempotent=True,
               errors=(400, 401, 403, 409, 422))
 async def create_server(ctx: RequestContext) -> Reply:
-    return await ctx.create(servers.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(servers.create, ctx.actor, ctx.fields())
 
 
 @router.route("GET", "/dns-servers", role="viewer", summary="List DNS servers",
               query=TenantPageQuery, response=Page[ServerOut], errors=(400, 401, 403))
 async def list_servers(ctx: RequestContext) -> dict[str, Any]:
-    q: TenantPageQuery = ctx.query
+    q = ctx.query_as(TenantPageQuery)
     return _shown(ctx, await listing.by_id(ctx, servers.list_page, q.tenant_id))
 
 
@@ -225,7 +225,7 @@ async def get_server(ctx: RequestContext, server_id: uuid.UUID) -> dict[str, Any
               errors=(401, 403, 404, 409, 422))
 async def update_server(ctx: RequestContext, server_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(servers.update, ctx.actor, server_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route("DELETE", "/dns-servers/{server_id}", role="admin",
@@ -242,13 +242,13 @@ async def delete_server(ctx: RequestContext, server_id: uuid.UUID) -> Reply:
               body=ZoneCreate, response=ZoneOut, status=201, idempotent=True,
               errors=(400, 401, 403, 409, 422))
 async def create_zone(ctx: RequestContext) -> Reply:
-    return await ctx.create(zones.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(zones.create, ctx.actor, ctx.fields())
 
 
 @router.route("GET", "/dns-zones", role="viewer", summary="List DNS zones",
               query=ZoneQuery, response=Page[ZoneOut], errors=(400, 401, 403))
 async def list_zones(ctx: RequestContext) -> dict[str, Any]:
-    q: ZoneQuery = ctx.query
+    q = ctx.query_as(ZoneQuery)
     return await listing.by_id(ctx, zones.list_page, q.name.lower().rstrip(".") if q.name
                                else None, q.tenant_id)
 
@@ -263,7 +263,7 @@ async def get_zone(ctx: RequestContext, zone_id: uuid.UUID) -> dict[str, Any]:
               summary="Change a zone's server or default TTL", body=ZonePatch,
               response=ZoneOut, errors=(401, 403, 404, 409, 422))
 async def update_zone(ctx: RequestContext, zone_id: uuid.UUID) -> dict[str, Any]:
-    return await ctx.tx(zones.update, ctx.actor, zone_id, ctx.body.model_dump(exclude_unset=True))
+    return await ctx.tx(zones.update, ctx.actor, zone_id, ctx.fields(exclude_unset=True))
 
 
 @router.route("DELETE", "/dns-zones/{zone_id}", role="operator",
@@ -281,7 +281,7 @@ async def delete_zone(ctx: RequestContext, zone_id: uuid.UUID) -> Reply:
               response=RecordOut, status=201, idempotent=True,
               errors=(400, 401, 403, 404, 409, 422))
 async def create_record(ctx: RequestContext, zone_id: uuid.UUID) -> Reply:
-    return await ctx.create(records.create, ctx.actor, zone_id, ctx.body.model_dump())
+    return await ctx.create(records.create, ctx.actor, zone_id, ctx.fields())
 
 
 @router.route("GET", "/dns-zones/{zone_id}/records", role="viewer",
@@ -302,7 +302,7 @@ async def get_record(ctx: RequestContext, record_id: uuid.UUID) -> dict[str, Any
               errors=(401, 403, 404, 409, 422))
 async def update_record(ctx: RequestContext, record_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(records.update, ctx.actor, record_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route("DELETE", "/dns-records/{record_id}", role="operator",

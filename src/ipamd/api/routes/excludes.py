@@ -36,7 +36,7 @@ class ExcludePatch(Body):
     errors=(400, 401, 403, 404, 409, 422),
 )
 async def create_exclude(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
-    return await ctx.create(excludes.create, ctx.actor, subnet_id, ctx.body.model_dump())
+    return await ctx.create(excludes.create, ctx.actor, subnet_id, ctx.fields())
 
 
 @router.route(
@@ -61,7 +61,7 @@ async def get_exclude(ctx: RequestContext, exclude_id: uuid.UUID) -> dict[str, A
 )
 async def update_exclude(ctx: RequestContext, exclude_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(excludes.update, ctx.actor, exclude_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

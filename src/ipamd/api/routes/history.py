@@ -397,7 +397,7 @@ def _map_after(q: MapQuery) -> ipaddress.IPv6Address | None:
     content_types=("application/json", "text/csv"),
 )
 async def get_history(ctx: RequestContext) -> Any:
-    q: HistoryQuery = ctx.query
+    q = ctx.query_as(HistoryQuery)
     zone = parse_zone(q.tz)
     lookup = build_lookup(q, zone)
     if q.format == "csv":
@@ -413,7 +413,7 @@ async def get_history(ctx: RequestContext) -> Any:
     query=MapQuery, response=AddressMapOut, errors=(400, 401, 403, 404),
 )
 async def get_subnet_history(ctx: RequestContext, subnet_id: uuid.UUID) -> Response:
-    q: MapQuery = ctx.query
+    q = ctx.query_as(MapQuery)
     zone = parse_zone(q.tz)
     at = dt.datetime.now(dt.UTC) if q.at is None else parse_time("at", q.at, zone)
     amap = await ctx.run(address_map.address_map, subnet_id, at, _map_after(q),

@@ -142,7 +142,7 @@ def _sort_cursor(q: LeaseQuery, sort: str) -> tuple[Any, uuid.UUID] | None:
     "hostname; sort)", query=LeaseQuery, response=Page[LeaseOut], errors=(400, 401, 403),
 )
 async def list_leases(ctx: RequestContext) -> dict[str, Any]:
-    q: LeaseQuery = ctx.query
+    q = ctx.query_as(LeaseQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     if q.sort is not None:
         sort = q.sort.lstrip("-")
@@ -161,7 +161,7 @@ async def list_leases(ctx: RequestContext) -> dict[str, Any]:
     query=LeaseFilters, response=LeaseCount, errors=(400, 401, 403),
 )
 async def count_leases(ctx: RequestContext) -> dict[str, Any]:
-    q: LeaseFilters = ctx.query
+    q = ctx.query_as(LeaseFilters)
     return {"count": await ctx.run(leases.count, q.filters())}
 
 
@@ -171,7 +171,7 @@ async def count_leases(ctx: RequestContext) -> dict[str, Any]:
     body=ReleaseMany, response=ReleaseManyOut, errors=(400, 401, 403, 422),
 )
 async def release_leases(ctx: RequestContext) -> dict[str, Any]:
-    body: ReleaseMany = ctx.body
+    body = ctx.body_as(ReleaseMany)
     done = await ctx.tx(leases.release_many, ctx.actor, body.lease_ids)
     for server in (ctx.state.dhcp, ctx.state.dhcp6):
         if server is not None and done["released"]:

@@ -17,7 +17,7 @@ ListUnit = Callable[..., Awaitable[Any]]
 
 
 async def _rows(ctx: RequestContext, unit: ListUnit, *filters: Any) -> tuple[Any, int]:
-    q: paging.PageQuery = ctx.query
+    q = ctx.query_as(paging.PageQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     after = paging.after(q, [uuid.UUID])
     rows = await ctx.run(unit, *filters, after[0] if after else None, limit)

@@ -41,7 +41,7 @@ class NetboxImport(Body):
     content_types=("application/json", "text/csv"),
 )
 async def export_prefixes(ctx: RequestContext) -> Response:
-    q: ExportQuery = ctx.query
+    q = ctx.query_as(ExportQuery)
     rows = await ctx.run(netbox.export, q.tenant_id)
     if q.format == "csv":
         return Response(
@@ -57,7 +57,7 @@ async def export_prefixes(ctx: RequestContext) -> Response:
     body=NetboxImport, response=ImportReport, errors=(400, 401, 403, 409, 422),
 )
 async def import_prefixes(ctx: RequestContext) -> dict[str, Any]:
-    body: NetboxImport = ctx.body
+    body = ctx.body_as(NetboxImport)
     if (body.csv is None) == (body.prefixes is None):
         raise invalid("csv", "give exactly one of csv (text) or prefixes (a JSON list)")
     rows = netbox.parse_csv(body.csv) if body.csv is not None else netbox.parse_json(

@@ -85,7 +85,7 @@ class AlertQuery(paging.PageQuery):
 @router.route("GET", "/alerts", role="viewer", summary="Alerts, open and cleared, newest first",
               query=AlertQuery, response=Page[AlertOut], errors=(400, 401, 403))
 async def list_alerts(ctx: RequestContext) -> dict[str, Any]:
-    q: AlertQuery = ctx.query
+    q = ctx.query_as(AlertQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     before = paging.after(q, [uuid.UUID])
     rows = await ctx.run(alerts.list_page, q.status, before[0] if before else None, limit)
@@ -127,7 +127,7 @@ async def get_alert_rules(ctx: RequestContext) -> dict[str, Any]:
 @router.route("PATCH", "/settings/alert-rules", role="admin", summary="Change alert thresholds",
               body=AlertRulesPatch, response=AlertRules, errors=(401, 403, 422))
 async def patch_alert_rules(ctx: RequestContext) -> dict[str, Any]:
-    body: AlertRulesPatch = ctx.body
+    body = ctx.body_as(AlertRulesPatch)
     changes = {k: v for k, v in body.model_dump(include=body.model_fields_set).items()
                if v is not None}
     return await ctx.tx(alerts.set_rules, ctx.actor, changes)
@@ -182,7 +182,7 @@ class PoolUseOut(BaseModel):
               summary="Each pool's use over time, as sampled every ops.pool_sample_seconds",
               query=PoolUseQuery, response=PoolUseOut, errors=(400, 401, 403))
 async def get_pool_use(ctx: RequestContext) -> dict[str, Any]:
-    q: PoolUseQuery = ctx.query
+    q = ctx.query_as(PoolUseQuery)
     since = q.since or dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     items = await ctx.run(pool_samples.read, since)
     return {"since": since, "interval_seconds": ctx.state.config.ops.pool_sample_seconds,

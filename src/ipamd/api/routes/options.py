@@ -50,7 +50,7 @@ class OptionQuery(paging.PageQuery):
     errors=(400, 401, 403, 404, 409, 422),
 )
 async def create_option(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
-    return await ctx.create(options.create, ctx.actor, subnet_id, ctx.body.model_dump())
+    return await ctx.create(options.create, ctx.actor, subnet_id, ctx.fields())
 
 
 @router.route(
@@ -58,7 +58,7 @@ async def create_option(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     query=OptionQuery, response=Page[OptionOut], errors=(400, 401, 403, 404),
 )
 async def list_options(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
-    q: OptionQuery = ctx.query
+    q = ctx.query_as(OptionQuery)
     return await listing.of_subnet(ctx, options.list_page, subnet_id, q.code)
 
 
@@ -76,7 +76,7 @@ async def get_option(ctx: RequestContext, option_id: uuid.UUID) -> dict[str, Any
 )
 async def update_option(ctx: RequestContext, option_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(options.update, ctx.actor, option_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

@@ -113,7 +113,7 @@ class OutboxDetail(OutboxRow):
     query=OutboxQuery, response=Page[OutboxRow], errors=(400, 401, 403),
 )
 async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
-    q: OutboxQuery = ctx.query
+    q = ctx.query_as(OutboxQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     before = paging.after(q, [uuid.UUID])
     rows = await ctx.run(work.list_page, q.filters(), before[0] if before else None, limit)
@@ -126,7 +126,7 @@ async def list_outbox(ctx: RequestContext) -> dict[str, Any]:
     query=OutboxFilters, response=OutboxCount, errors=(400, 401, 403),
 )
 async def count_outbox(ctx: RequestContext) -> dict[str, Any]:
-    q: OutboxFilters = ctx.query
+    q = ctx.query_as(OutboxFilters)
     return await ctx.run(work.count, q.filters())
 
 
@@ -136,7 +136,7 @@ async def count_outbox(ctx: RequestContext) -> dict[str, Any]:
     query=ReplayQuery, response=ReplayResult, errors=(400, 401, 403),
 )
 async def replay_all_outbox(ctx: RequestContext) -> dict[str, Any]:
-    q: ReplayQuery = ctx.query
+    q = ctx.query_as(ReplayQuery)
     return await ctx.tx(work.replay_all, ctx.actor, q.filters())
 
 

@@ -94,7 +94,7 @@ class PdReservationOut(_ChildOut):
 
 async def _page(ctx: RequestContext, unit: Any, parent: uuid.UUID, what: str,
                 *filters: Any) -> dict[str, Any]:
-    q: paging.PageQuery = ctx.query
+    q = ctx.query_as(paging.PageQuery)
     limit = paging.limit_of(q, ctx.state.config.limits)
     after = paging.after(q, [uuid.UUID])
     rows = await ctx.run(unit, *filters, parent, after[0] if after else None, limit)
@@ -112,7 +112,7 @@ async def _page(ctx: RequestContext, unit: Any, parent: uuid.UUID, what: str,
     errors=(400, 401, 403, 404, 409, 422),
 )
 async def create_pd_pool(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
-    return await ctx.create(pd_pools.create_pool, ctx.actor, subnet_id, ctx.body.model_dump())
+    return await ctx.create(pd_pools.create_pool, ctx.actor, subnet_id, ctx.fields())
 
 
 @router.route(
@@ -138,7 +138,7 @@ async def get_pd_pool(ctx: RequestContext, pd_pool_id: uuid.UUID) -> dict[str, A
 )
 async def update_pd_pool(ctx: RequestContext, pd_pool_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(pd_pools.update_pool, ctx.actor, pd_pool_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(
@@ -160,7 +160,7 @@ async def delete_pd_pool(ctx: RequestContext, pd_pool_id: uuid.UUID) -> Reply:
 )
 async def create_pd_exclude(ctx: RequestContext, pd_pool_id: uuid.UUID) -> Reply:
     return await ctx.create(pd_pools.create_child, ctx.actor, entitlement(ctx.state),
-                            pd_pools.EXCLUDE, pd_pool_id, ctx.body.model_dump())
+                            pd_pools.EXCLUDE, pd_pool_id, ctx.fields())
 
 
 @router.route(
@@ -189,7 +189,7 @@ async def get_pd_exclude(ctx: RequestContext, pd_exclude_id: uuid.UUID) -> dict[
 )
 async def update_pd_exclude(ctx: RequestContext, pd_exclude_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(pd_pools.update_child, ctx.actor, pd_pools.EXCLUDE, pd_exclude_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(
@@ -211,7 +211,7 @@ async def delete_pd_exclude(ctx: RequestContext, pd_exclude_id: uuid.UUID) -> Re
 )
 async def create_pd_reservation(ctx: RequestContext, pd_pool_id: uuid.UUID) -> Reply:
     return await ctx.create(pd_pools.create_child, ctx.actor, entitlement(ctx.state),
-                            pd_pools.RESERVATION, pd_pool_id, ctx.body.model_dump())
+                            pd_pools.RESERVATION, pd_pool_id, ctx.fields())
 
 
 @router.route(
@@ -242,7 +242,7 @@ async def get_pd_reservation(ctx: RequestContext, pd_reservation_id: uuid.UUID
 async def update_pd_reservation(ctx: RequestContext, pd_reservation_id: uuid.UUID
                                 ) -> dict[str, Any]:
     return await ctx.tx(pd_pools.update_child, ctx.actor, pd_pools.RESERVATION,
-                        pd_reservation_id, ctx.body.model_dump(exclude_unset=True))
+                        pd_reservation_id, ctx.fields(exclude_unset=True))
 
 
 @router.route(

@@ -43,7 +43,7 @@ class PoolQuery(paging.PageQuery):
     errors=(400, 401, 403, 404, 409, 422),
 )
 async def create_pool(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
-    return await ctx.create(pools.create, ctx.actor, subnet_id, ctx.body.model_dump())
+    return await ctx.create(pools.create, ctx.actor, subnet_id, ctx.fields())
 
 
 @router.route(
@@ -51,7 +51,7 @@ async def create_pool(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     query=PoolQuery, response=Page[PoolOut], errors=(400, 401, 403, 404),
 )
 async def list_pools(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
-    q: PoolQuery = ctx.query
+    q = ctx.query_as(PoolQuery)
     return await listing.of_subnet(ctx, pools.list_page, subnet_id, q.class_id)
 
 
@@ -68,7 +68,7 @@ async def get_pool(ctx: RequestContext, pool_id: uuid.UUID) -> dict[str, Any]:
     body=PoolPatch, response=PoolOut, errors=(401, 403, 404, 409, 422),
 )
 async def update_pool(ctx: RequestContext, pool_id: uuid.UUID) -> dict[str, Any]:
-    return await ctx.tx(pools.update, ctx.actor, pool_id, ctx.body.model_dump(exclude_unset=True))
+    return await ctx.tx(pools.update, ctx.actor, pool_id, ctx.fields(exclude_unset=True))
 
 
 @router.route(

@@ -47,7 +47,7 @@ class PrefixQuery(paging.PageQuery):
     errors=(400, 401, 403, 409, 422),
 )
 async def create_prefix(ctx: RequestContext) -> Reply:
-    return await ctx.create(prefixes.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(prefixes.create, ctx.actor, ctx.fields())
 
 
 @router.route(
@@ -55,7 +55,7 @@ async def create_prefix(ctx: RequestContext) -> Reply:
     query=PrefixQuery, response=Page[PrefixListItem], errors=(400, 401, 403),
 )
 async def list_prefixes(ctx: RequestContext) -> Response:
-    q: PrefixQuery = ctx.query
+    q = ctx.query_as(PrefixQuery)
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
     unit = prefixes.list_page_utilised if q.include == "utilisation" else prefixes.list_page
@@ -76,7 +76,7 @@ async def get_prefix(ctx: RequestContext, prefix_id: uuid.UUID) -> dict[str, Any
 )
 async def update_prefix(ctx: RequestContext, prefix_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(prefixes.update, ctx.actor, prefix_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

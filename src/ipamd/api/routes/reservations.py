@@ -58,7 +58,7 @@ class ReservationQuery(paging.PageQuery):
 )
 async def create_reservation(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply:
     return await ctx.create(reservations.create, ctx.actor, entitlement(ctx.state), subnet_id,
-                            ctx.body.model_dump())
+                            ctx.fields())
 
 
 @router.route(
@@ -67,7 +67,7 @@ async def create_reservation(ctx: RequestContext, subnet_id: uuid.UUID) -> Reply
     query=ReservationQuery, response=Page[ReservationOut], errors=(400, 401, 403, 404),
 )
 async def list_reservations(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
-    q: ReservationQuery = ctx.query
+    q = ctx.query_as(ReservationQuery)
     filters = reservations.Filters(ip=q.ip, mac=q.mac, duid=q.duid, hostname=q.hostname)
     return await listing.of_subnet(ctx, reservations.list_page, subnet_id, filters)
 
@@ -86,7 +86,7 @@ async def get_reservation(ctx: RequestContext, reservation_id: uuid.UUID) -> dic
 )
 async def update_reservation(ctx: RequestContext, reservation_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(reservations.update, ctx.actor, reservation_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

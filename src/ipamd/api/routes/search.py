@@ -35,7 +35,7 @@ class SearchQuery(paging.PageQuery):
     query=SearchQuery, response=SearchPage, errors=(400, 401, 403),
 )
 async def search_all(ctx: RequestContext) -> dict[str, Any]:
-    query: SearchQuery = ctx.query
+    query = ctx.query_as(SearchQuery)
     terms = search_terms.parse(query.q)
     if terms.empty:
         raise bad_request(

@@ -63,7 +63,7 @@ async def get_settings(ctx: RequestContext) -> dict[str, Any]:
     body=SettingsPatch, response=SettingsOut, errors=(400, 401, 403, 422),
 )
 async def patch_settings(ctx: RequestContext) -> dict[str, Any]:
-    body: SettingsPatch = ctx.body
+    body = ctx.body_as(SettingsPatch)
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
     if changes:
         values = await ctx.tx(settings.update, ctx.actor, changes)

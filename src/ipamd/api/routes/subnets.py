@@ -96,7 +96,7 @@ class SubnetQuery(paging.PageQuery):
     errors=(400, 401, 403, 409, 422),
 )
 async def create_subnet(ctx: RequestContext) -> Reply:
-    return await ctx.create(subnets.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(subnets.create, ctx.actor, ctx.fields())
 
 
 @router.route(
@@ -104,7 +104,7 @@ async def create_subnet(ctx: RequestContext) -> Reply:
     query=SubnetQuery, response=Page[SubnetListItem], errors=(400, 401, 403),
 )
 async def list_subnets(ctx: RequestContext) -> dict[str, Any]:
-    q: SubnetQuery = ctx.query
+    q = ctx.query_as(SubnetQuery)
     filters = subnets.Filters(
         tenant_id=q.tenant_id, prefix_id=q.prefix_id, cidr=q.cidr, contains=q.contains,
         within=q.within, dhcp_enabled=q.dhcp_enabled,
@@ -127,7 +127,7 @@ async def get_subnet(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any
 )
 async def update_subnet(ctx: RequestContext, subnet_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(subnets.update, ctx.actor, subnet_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

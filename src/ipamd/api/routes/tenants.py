@@ -36,7 +36,7 @@ class TenantQuery(paging.PageQuery):
     errors=(400, 401, 403, 409, 422),
 )
 async def create_tenant(ctx: RequestContext) -> Reply:
-    return await ctx.create(tenants.create, ctx.actor, ctx.body.model_dump())
+    return await ctx.create(tenants.create, ctx.actor, ctx.fields())
 
 
 @router.route(
@@ -44,7 +44,7 @@ async def create_tenant(ctx: RequestContext) -> Reply:
     query=TenantQuery, response=Page[TenantOut], errors=(400, 401, 403),
 )
 async def list_tenants(ctx: RequestContext) -> dict[str, Any]:
-    q: TenantQuery = ctx.query
+    q = ctx.query_as(TenantQuery)
     return await listing.by_id(ctx, tenants.list_page, q.name)
 
 
@@ -63,7 +63,7 @@ async def get_tenant(ctx: RequestContext, tenant_id: uuid.UUID) -> dict[str, Any
 )
 async def update_tenant(ctx: RequestContext, tenant_id: uuid.UUID) -> dict[str, Any]:
     return await ctx.tx(tenants.update, ctx.actor, tenant_id,
-                        ctx.body.model_dump(exclude_unset=True))
+                        ctx.fields(exclude_unset=True))
 
 
 @router.route(

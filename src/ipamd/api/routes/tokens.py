@@ -46,7 +46,7 @@ def _token_rate(state: AppState) -> int:
     rate_limit_per_minute=_token_rate, errors=(400, 401, 403, 409, 422, 429),
 )
 async def create_token(ctx: RequestContext) -> Reply:
-    body: TokenCreate = ctx.body
+    body = ctx.body_as(TokenCreate)
     if body.expires_at is not None and body.expires_at <= dt.datetime.now(dt.UTC):
         raise ApiError(422, "expires_at: must be in the future", "validation_error")
     bootstrap = ctx.caller.token_id is None
@@ -63,7 +63,7 @@ async def create_token(ctx: RequestContext) -> Reply:
     query=TokenQuery, response=Page[TokenOut], errors=(400, 401, 403),
 )
 async def list_tokens(ctx: RequestContext) -> dict[str, Any]:
-    query: TokenQuery = ctx.query
+    query = ctx.query_as(TokenQuery)
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [uuid.UUID])
     rows = await ctx.run(tokens.list_page, after[0] if after else None, limit,

@@ -88,7 +88,7 @@ class WebhookOut(BaseModel):
     errors=(401, 403, 409, 422),
 )
 async def create_webhook(ctx: RequestContext) -> Reply:
-    body: WebhookCreate = ctx.body
+    body = ctx.body_as(WebhookCreate)
     await webhooks.vet_host(ctx.state.config.outbox.hosts_file, body.url)
     return await ctx.create(webhooks.create, ctx.actor, webhooks.create_values(body.model_dump()))
 
@@ -98,7 +98,7 @@ async def create_webhook(ctx: RequestContext) -> Reply:
     query=paging.TenantPageQuery, response=Page[WebhookOut], errors=(400, 401, 403),
 )
 async def list_webhooks(ctx: RequestContext) -> dict[str, Any]:
-    query: paging.TenantPageQuery = ctx.query
+    query = ctx.query_as(paging.TenantPageQuery)
     limit = paging.limit_of(query, ctx.state.config.limits)
     after = paging.after(query, [uuid.UUID])
     rows = await ctx.run(webhooks.list_page, query.tenant_id, after[0] if after else None, limit)
@@ -118,7 +118,7 @@ async def get_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, A
     body=WebhookUpdate, response=WebhookOut, errors=(401, 403, 404, 409, 422),
 )
 async def update_webhook(ctx: RequestContext, webhook_id: uuid.UUID) -> dict[str, Any]:
-    body: WebhookUpdate = ctx.body
+    body = ctx.body_as(WebhookUpdate)
     changes = webhooks.update_changes(body.model_dump(include=body.model_fields_set))
     if "url" in changes:
         await webhooks.vet_host(ctx.state.config.outbox.hosts_file, changes["url"])
