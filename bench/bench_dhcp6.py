@@ -122,6 +122,7 @@ class Result:
     max_ms: float | None = None
     p50_ms: float | None = None   # Solicit→Reply of each completed SARR (perfdhcp -x t)
     p99_ms: float | None = None
+    sa_p50_ms: float | None = None  # Solicit→Advertise: answered from memory (the loop's share)
     rr_avg_ms: float | None = None  # Request→Reply alone: the commit's share
     rr_p50_ms: float | None = None
     rr_p99_ms: float | None = None
@@ -173,6 +174,7 @@ def to_result(server: str, rate: int, run: int, period: int, parsed: dict[str, A
     stamps = exchange_stamps(text)
     sarr = four_way_latencies(text, SOLICIT, REQUEST)
     request = [(got - sent) * 1000 for sent, got in stamps.get(REQUEST, [])]
+    solicit = [(got - sent) * 1000 for sent, got in stamps.get(SOLICIT, [])]
     return Result(
         server=server, rate=rate, run=run, sarr_per_s=round(max(granted, 0) / period, 1),
         sent=sa.get("sent", 0) + rr.get("sent", 0),
@@ -182,7 +184,7 @@ def to_result(server: str, rate: int, run: int, period: int, parsed: dict[str, A
         avg_ms=round(sum(avg), 3) if len(avg) == 2 else None,
         max_ms=round(sum(top), 3) if len(top) == 2 else None,
         p50_ms=_rounded(percentile(sarr, 0.5)), p99_ms=_rounded(percentile(sarr, 0.99)),
-        rr_avg_ms=rr.get("avg_ms"),
+        sa_p50_ms=_rounded(percentile(solicit, 0.5)), rr_avg_ms=rr.get("avg_ms"),
         rr_p50_ms=_rounded(percentile(request, 0.5)),
         rr_p99_ms=_rounded(percentile(request, 0.99)),
         late_spans=late_offer_spans(stamps.get(SOLICIT, [])),
@@ -440,8 +442,8 @@ def summary(results: list[Result], servers: list[str], runs: int) -> list[str]:
         zero[server] = median([t.sarr_per_s if t else 0.0 for t in tops])
         each = [at_rate(results, server, run, LATENCY_RATE) for run in range(1, runs + 1)]
         figures = {name: median([getattr(r, name) if r else None for r in each])
-                   for name in ("p50_ms", "avg_ms", "p99_ms", "rr_p50_ms", "rr_avg_ms",
-                                "rr_p99_ms", "cpu_us")}
+                   for name in ("p50_ms", "avg_ms", "p99_ms", "sa_p50_ms", "rr_p50_ms",
+                                "rr_avg_ms", "rr_p99_ms", "cpu_us", "cpu_main_us", "cpu_db_us")}
         p50[server] = figures["p50_ms"]
         behind += [f"{server} achieved {fmt(r.sarr_per_s, 0)} of {LATENCY_RATE}/s"
                    f"{f' (run {r.run})' if runs > 1 else ''}"
@@ -452,8 +454,10 @@ def summary(results: list[Result], servers: list[str], runs: int) -> list[str]:
             f"at {LATENCY_RATE}/s Solicit->Reply p50 {fmt(figures['p50_ms'], 2)} "
             f"avg {fmt(figures['avg_ms'], 2)} p99 {fmt(figures['p99_ms'], 1)} ms, "
             f"Request->Reply p50 {fmt(figures['rr_p50_ms'], 2)} "
-            f"avg {fmt(figures['rr_avg_ms'], 2)} p99 {fmt(figures['rr_p99_ms'], 1)} ms, "
-            f"CPU {fmt(figures['cpu_us'], 0)} us/SARR "
+            f"avg {fmt(figures['rr_avg_ms'], 2)} p99 {fmt(figures['rr_p99_ms'], 1)} ms "
+            f"(Solicit->Advertise p50 {fmt(figures['sa_p50_ms'], 2)}), "
+            f"CPU {fmt(figures['cpu_us'], 0)} us/SARR (main {fmt(figures['cpu_main_us'], 0)}, "
+            f"db {fmt(figures['cpu_db_us'], 0)}) "
             f"[p50 {', '.join(fmt(r.p50_ms, 2) if r else '-' for r in each)}]")
     if "ipamd" not in servers:
         return rows

@@ -85,6 +85,7 @@ def test_rejected_leases_and_unanswered_requests_are_failures() -> None:
     assert result.failure_pct == pytest.approx(100 * 2 / 7)
     assert (result.p50_ms, result.p99_ms) == (2.5, 4.0)
     assert result.rr_p50_ms == pytest.approx(2.0)
+    assert result.sa_p50_ms == pytest.approx(0.4)  # nearest rank of 0.4 and 1.0 ms
     assert result.avg_ms == pytest.approx(2.4)  # Solicit->Advertise + Request->Reply
 
 
