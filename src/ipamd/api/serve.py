@@ -9,10 +9,10 @@ configuration (``Config``: bind, TLS files, timeouts; its sockets and TLS contex
 drives the app's ASGI lifespan.
 
 The order is hypercorn's: the app's lifespan starts; the listeners accept, each connection
-(TLS or plain) passing the caps before a byte is read or written; on shutdown the
-listeners close, every connection is told to stop (no request after the one in hand; an
-idle one closes at once), those still busy get ``graceful_timeout`` to finish, and then
-the app's lifespan ends.
+(TLS or plain) passing the caps before a byte is read or written; on shutdown every
+connection is told to stop (no request after the one in hand; an idle one closes at once),
+the listeners close, those still busy get ``graceful_timeout`` to finish, and then the
+app's lifespan ends.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ async def serve_listeners(listeners: Sequence[Listener], handler: Handler, *,
                           shutdown_trigger: Callable[[], Awaitable[Any]],
                           stopping: trio.Event, graceful_timeout: float) -> None:
     """Accept on every listener and run ``handler`` per connection until
-    ``shutdown_trigger`` returns; then close the listeners, set ``stopping`` (which
-    ``handler`` watches) and give the connections ``graceful_timeout`` to end."""
+    ``shutdown_trigger`` returns; then set ``stopping`` (which ``handler`` watches), close
+    the listeners and give the connections ``graceful_timeout`` to end."""
     async def guarded(stream: trio.abc.Stream) -> None:
         await _guarded(handler, stream)
 
@@ -89,8 +89,10 @@ async def serve_listeners(listeners: Sequence[Listener], handler: Handler, *,
 
             accepting.start_soon(accept)
             await shutdown_trigger()
+            # Told before the listeners close: a request answered from now on says
+            # Connection: close, and a connection accepted meanwhile is closed unserved.
+            stopping.set()
             accepting.cancel_scope.cancel()  # each listener closes as its loop ends
-        stopping.set()
         connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
 
 
