@@ -8,7 +8,7 @@ process that imports ``ipamd.dhcp6`` (``IPAMD_PURE_PYTHON=1`` asks for pure Pyth
 compiled form exists). Phases, µs of CPU per message:
 
   solicit  Relay-forward octets → parse → relay unwrap → link → classify → decide (Advertise)
-           → Relay-reply octets (``relay.wrap``)
+           → Relay-reply octets (the server's ``_send``, to a socket that keeps them)
   request  the Request's octets → … → decide (the Reply and its lease changes) → the lease
            store's ``Op6``s (as the server builds them)
   reply    after the commit: the bindings remembered and the Reply's Relay-reply octets
@@ -93,14 +93,15 @@ class _Socket:
 
 def make_server() -> tuple[Any, Any]:
     from ipamd.config import parse as parse_config
+    from ipamd.core.lease_events import JournalPending
     from ipamd.dhcp6 import plan_loader
     from ipamd.dhcp6.duid import Duid
     from ipamd.dhcp6.server import Dhcp6Server
     from ipamd.dhcp6.sockets import Endpoint
-    from ipamd.state import AppState
 
     config = parse_config({"dhcp6": {"enabled": True, "trusted_relays": ["2001:db8:77::/48"]}})
-    server = Dhcp6Server(AppState(config=config, db=None))  # type: ignore[arg-type]
+    server = Dhcp6Server(config.dhcp6, None, JournalPending(),  # type: ignore[arg-type]
+                         plan_refresh_seconds=config.dhcp.plan_refresh_seconds)
     server.plans.current = plan_loader.VersionedPlan6(make_plan(), 1)
     server.server_duid = Duid(bytes.fromhex("0004") + bytes(range(16)))
     return server, Endpoint(sock=_Socket(), host="::", port=547)  # type: ignore[arg-type]
@@ -120,7 +121,8 @@ def engine_round(clients: int) -> dict[str, float]:
     from ipamd.dhcp6 import codec, relay
     from ipamd.dhcp6.plan import Binding
 
-    server, _ep = make_server()
+    server, ep = make_server()
+    sent, dest = ep.sock.sent, (LINK, 547)
     duid_raw = server.server_duid.raw
     lease_ids = (uuid.UUID(int=k) for k in range(1, 1 << 62))
     clock = time.process_time
@@ -129,9 +131,9 @@ def engine_round(clients: int) -> dict[str, float]:
         t0 = clock()
         relayed = relay.unwrap(codec.parse(_messages(n, None, None)))
         decision = _decide(server, relayed)
-        advertise = relay.wrap(decision.reply, relayed.hops).to_bytes()
+        server._send(ep, dest, relayed, decision)  # the Relay-reply's octets, "sent"
         spent["solicit"] += clock() - t0
-        offered = _address(advertise)
+        offered = _address(sent.pop()[0])
         request = _messages(n, duid_raw, offered)
         t0 = clock()
         relayed = relay.unwrap(codec.parse(request))
@@ -147,8 +149,9 @@ def engine_round(clients: int) -> dict[str, float]:
             server.cache.put(op.lease_id, Binding(
                 decision.changes[0].ia_type, decision.changes[0].duid, op.iaid, op.ip,
                 op.prefix_length, "active", op.expires))
-        relay.wrap(decision.reply, relayed.hops).to_bytes()
+        server._send(ep, dest, relayed, decision)
         spent["reply"] += clock() - t0
+        sent.clear()
     return {k: 1e6 * v / clients for k, v in spent.items()}
 
 

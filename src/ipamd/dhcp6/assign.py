@@ -32,8 +32,8 @@ T = TypeVar("T")
 
 
 def assign_all(tx: Tx) -> list[Option]:
-    body: list[Option] = [_assign_na(tx, ia) for ia in tx.message.ia_nas]
-    body += [_assign_pd(tx, ia) for ia in tx.message.ia_pds]
+    body: list[Option] = [_assign_na(tx, ia) for ia in tx.asked.ia_nas]
+    body += [_assign_pd(tx, ia) for ia in tx.asked.ia_pds]
     return body
 
 

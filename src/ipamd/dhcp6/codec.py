@@ -50,9 +50,9 @@ from ipamd.dhcp6.protocol import Malformed
 
 __all__ = ["Malformed", "Message", "RelayMessage", "RelayMsg", "parse"]
 
-_RELAY_HEAD = struct.Struct("!BB16s16s")
+RELAY_HEAD = struct.Struct("!BB16s16s")
 CLIENT_HEADER_SIZE = 4  # msg-type + transaction-id
-RELAY_HEADER_SIZE = _RELAY_HEAD.size  # 34
+RELAY_HEADER_SIZE = RELAY_HEAD.size  # 34
 
 
 class _Options:
@@ -143,7 +143,7 @@ class RelayMessage(_Options):
     def to_bytes(self) -> bytes:
         if not 0 <= self.msg_type <= 0xFF or not 0 <= self.hop_count <= 0xFF:
             raise ValueError("a msg-type and a hop-count are one octet each")
-        head = _RELAY_HEAD.pack(self.msg_type, self.hop_count, self.link_address.packed,
+        head = RELAY_HEAD.pack(self.msg_type, self.hop_count, self.link_address.packed,
                                 self.peer_address.packed)
         return head + encode_options(self.options)
 
@@ -204,7 +204,7 @@ def _parse_relay(data: bytes, depth: int) -> RelayMessage:
         raise Malformed("relay_too_deep", f"more than {p.MAX_RELAY_DEPTH} relay messages")
     if len(data) < RELAY_HEADER_SIZE:
         raise Malformed("too_short", f"relay message of {len(data)} octets")
-    msg_type, hops, link, peer = _RELAY_HEAD.unpack_from(data)
+    msg_type, hops, link, peer = RELAY_HEAD.unpack_from(data)
     options = _decode(data, RELAY_HEADER_SIZE, depth, relay=True)
     return RelayMessage(msg_type, hops, IPv6Address(link), IPv6Address(peer), options)
 

@@ -14,6 +14,7 @@ from ipaddress import IPv6Address
 from ipamd.dhcp6.classify import NO_CLASSES
 from ipamd.dhcp6.codec import Message
 from ipamd.dhcp6.duid import Duid
+from ipamd.dhcp6.options import ClientFqdn, ClientId, IaNa, IaPd, OptionRequest, RapidCommit
 from ipamd.dhcp6.plan import Bindings, IaType, Link
 
 
@@ -50,6 +51,40 @@ class Decision:
 
 
 @dataclass(slots=True)
+class Asked:
+    """What a client's message holds that the decision reads, found in one pass over its
+    options (every message is read so; the first of each kind counts, as ``first`` does)."""
+
+    client_id: ClientId | None = None
+    ia_nas: list[IaNa] = field(default_factory=list)
+    ia_pds: list[IaPd] = field(default_factory=list)
+    fqdn: ClientFqdn | None = None  # the Client FQDN option (39, RFC 4704)
+    requested: tuple[int, ...] = ()  # the Option Request's codes (RFC 8415 §21.7)
+    rapid_commit: bool = False
+
+    @classmethod
+    def read(cls, message: Message) -> Asked:
+        asked = cls()
+        oro: OptionRequest | None = None
+        for option in message.options:  # exact types, as first() and every() match
+            if type(option) is IaNa:
+                asked.ia_nas.append(option)
+            elif type(option) is IaPd:
+                asked.ia_pds.append(option)
+            elif type(option) is ClientId:
+                asked.client_id = asked.client_id or option
+            elif type(option) is OptionRequest:
+                oro = oro or option
+            elif type(option) is ClientFqdn:
+                asked.fqdn = asked.fqdn or option
+            elif type(option) is RapidCommit:
+                asked.rapid_commit = True
+        if oro is not None:
+            asked.requested = oro.codes
+        return asked
+
+
+@dataclass(slots=True)
 class Tx:
     """One message's way through the decision."""
 
@@ -60,6 +95,7 @@ class Tx:
     server_duid: Duid
     now: float
     classes: frozenset[str] = NO_CLASSES  # the client's classes (dhcp6.classify)
+    asked: Asked = field(default_factory=Asked)  # what the message holds (Asked.read)
     fqdn: str | None = None  # the name this server registers for the client's addresses
     commit: bool = True
     taken: set[tuple[int, int]] = field(default_factory=set)  # picked in this reply

@@ -48,10 +48,10 @@ from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.assign import assign_all, extend_na, extend_pd
 from ipamd.dhcp6.classify import NO_CLASSES
 from ipamd.dhcp6.codec import Message
+from ipamd.dhcp6.decision import Asked, Tx
 from ipamd.dhcp6.decision import ChangeKind as ChangeKind
 from ipamd.dhcp6.decision import Decision as Decision
 from ipamd.dhcp6.decision import LeaseChange as LeaseChange
-from ipamd.dhcp6.decision import Tx
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.options import (
     ClientFqdn,
@@ -60,7 +60,6 @@ from ipamd.dhcp6.options import (
     IaPd,
     Option,
     RapidCommit,
-    RawOption,
     ServerId,
     StatusCode,
 )
@@ -89,24 +88,24 @@ def decide(message: Message, link: Link | None, bindings: Bindings, server_duid:
         return Decision(drop=reason)
     if message.msg_type == p.INFORMATION_REQUEST:
         return _information_request(message, link, server_duid)
-    duid = message.client_duid
-    if link is None or duid is None:  # validate() saw to the Client Identifier
+    asked = Asked.read(message)
+    if link is None or asked.client_id is None:  # validate() saw to the Client Identifier
         return Decision(drop="no_link")
-    ia_nas, ia_pds = message.ia_nas, message.ia_pds
+    ia_nas, ia_pds = asked.ia_nas, asked.ia_pds
     if len(ia_nas) + len(ia_pds) > MAX_IAS:
         return Decision(drop="too_many_ias")
-    if _repeats(ia.iaid for ia in ia_nas) or _repeats(ia.iaid for ia in ia_pds):
+    if (len(ia_nas) > 1 and _repeats(ia.iaid for ia in ia_nas)) or \
+            (len(ia_pds) > 1 and _repeats(ia.iaid for ia in ia_pds)):
         return Decision(drop="duplicate_iaid")
-    tx = Tx(message, duid, link, bindings, server_duid, now, classes)
-    tx.fqdn = _registered_name(message, link)
+    tx = Tx(message, asked.client_id.duid, link, bindings, server_duid, now, classes, asked)
+    tx.fqdn = _registered_name(asked.fqdn, link)
     return _HANDLERS[message.msg_type](tx)
 
 
-def _registered_name(message: Message, link: Link) -> str | None:
+def _registered_name(asked: ClientFqdn | None, link: Link) -> str | None:
     """The name this server registers for the client (no trailing dot), from its Client
     FQDN option (39) in the link's zone (a partial name or one outside the zone becomes
     its first label in the zone, as for DHCPv4's option 81); None: no DNS update."""
-    asked = message.first(ClientFqdn)
     if asked is None or link.ddns_zone is None or asked.flags & p.FQDN_N:
         return None  # RFC 4704 §6: N=1 asks the server to perform no updates; honoured
     return dnsname.ddns_fqdn(None, asked.name, link.ddns_zone)
@@ -125,8 +124,8 @@ def fqdn_flags(client_flags: int, updates: bool) -> int:
 def _fqdn_answer(tx: Tx) -> list[Option]:
     """RFC 4704 §6: the option goes back only when the client sent it and asked for it in
     its Option Request; its name is the one registered (else the client's, echoed)."""
-    asked = tx.message.first(ClientFqdn)
-    if asked is None or p.OPTION_CLIENT_FQDN not in tx.message.requested_codes:
+    asked = tx.asked.fqdn
+    if asked is None or p.OPTION_CLIENT_FQDN not in tx.asked.requested:
         return []
     if tx.fqdn is None:
         return [ClientFqdn(fqdn_flags(asked.flags, False), asked.labels, asked.absolute)]
@@ -146,7 +145,7 @@ def _repeats(iaids: Iterable[int]) -> bool:
 
 
 def _solicit(tx: Tx) -> Decision:
-    tx.commit = tx.message.rapid_commit and tx.link.rapid_commit
+    tx.commit = tx.asked.rapid_commit and tx.link.rapid_commit
     body: list[Option] = [RapidCommit()] if tx.commit else []
     body += assign_all(tx)
     if not tx.commit:
@@ -159,14 +158,14 @@ def _request(tx: Tx) -> Decision:
 
 
 def _renew(tx: Tx) -> Decision:
-    body: list[Option] = [extend_na(tx, ia, rebind=False) for ia in tx.message.ia_nas]
-    body += [extend_pd(tx, ia, rebind=False) for ia in tx.message.ia_pds]
+    body: list[Option] = [extend_na(tx, ia, rebind=False) for ia in tx.asked.ia_nas]
+    body += [extend_pd(tx, ia, rebind=False) for ia in tx.asked.ia_pds]
     return Decision(_reply(tx, p.REPLY, body), tuple(tx.changes))
 
 
 def _rebind(tx: Tx) -> Decision:
-    body: list[Option] = [extend_na(tx, ia, rebind=True) for ia in tx.message.ia_nas]
-    body += [extend_pd(tx, ia, rebind=True) for ia in tx.message.ia_pds]
+    body: list[Option] = [extend_na(tx, ia, rebind=True) for ia in tx.asked.ia_nas]
+    body += [extend_pd(tx, ia, rebind=True) for ia in tx.asked.ia_pds]
     return Decision(_reply(tx, p.REPLY, body), tuple(tx.changes))
 
 
@@ -180,7 +179,7 @@ def _decline(tx: Tx) -> Decision:
 
 
 def _confirm(tx: Tx) -> Decision:
-    addresses = [a.address for ia in tx.message.ia_nas for a in ia.addresses]
+    addresses = [a.address for ia in tx.asked.ia_nas for a in ia.addresses]
     if not addresses:
         return Decision(drop="nothing_to_confirm")
     on_link = all(address in tx.link.network for address in addresses)
@@ -193,7 +192,8 @@ def _information_request(message: Message, link: Link | None, server_duid: Duid)
     body: list[Option] = [ServerId(server_duid)]
     if message.client_duid is not None:
         body.append(ClientId(message.client_duid))
-    body += _requested(message, link)
+    if link is not None:
+        body += link.requested(message.requested_codes)
     return Decision(Message(p.REPLY, message.transaction_id, body))
 
 
@@ -209,25 +209,13 @@ _HANDLERS: dict[int, Callable[[Tx], Decision]] = {
 
 
 def _reply(tx: Tx, msg_type: int, body: list[Option], with_options: bool = True) -> Message:
-    options: list[Option] = [ServerId(tx.server_duid), ClientId(tx.duid), *body]
+    # The client's own Client Identifier goes back: the option as it came is ClientId(duid).
+    client_id: Option = tx.asked.client_id or ClientId(tx.duid)
+    options: list[Option] = [ServerId(tx.server_duid), client_id, *body]
     if with_options:
         options += _fqdn_answer(tx)
-        options += _requested(tx.message, tx.link)
+        options += tx.link.requested(tx.asked.requested)
     return Message(msg_type, tx.message.transaction_id, options)
-
-
-def _requested(message: Message, link: Link | None) -> list[Option]:
-    """The link's options the client asked for, in its order (RFC 8415 §21.7)."""
-    if link is None:
-        return []
-    out: list[Option] = []
-    seen: set[int] = set()
-    for code in message.requested_codes:
-        data = link.options.get(code)
-        if data is not None and code not in seen:
-            seen.add(code)
-            out.append(RawOption(code, data))
-    return out
 
 
 
@@ -235,14 +223,14 @@ def _end(tx: Tx, kind: ChangeKind, *, with_prefixes: bool) -> Decision:
     """Release or Decline: end each listed binding of the client; NoBinding per IA that has
     none of them; Success on the whole (§18.3.7, §18.3.8)."""
     body: list[Option] = []
-    for ia in tx.message.ia_nas:
+    for ia in tx.asked.ia_nas:
         held = {b.address for b in tx.bindings.of(tx.duid, ia.iaid, IaType.NA, tx.now)}
         ending = [a.address for a in ia.addresses if a.address in held]
         for address in dict.fromkeys(ending):
             tx.change(kind, IaType.NA, ia.iaid, address, 128, live=False)
         if not ending:
             body.append(IaNa(ia.iaid, 0, 0, (StatusCode(p.STATUS_NO_BINDING, "no binding"),)))
-    for pd in tx.message.ia_pds if with_prefixes else ():
+    for pd in tx.asked.ia_pds if with_prefixes else ():
         owned = {b.prefix for b in tx.bindings.of(tx.duid, pd.iaid, IaType.PD, tx.now)}
         prefixes = [n.network for n in pd.prefixes if n.network in owned]
         for prefix in dict.fromkeys(prefixes):

@@ -73,13 +73,17 @@ def decode_options(data: bytes, table: dict[int, Decoder]) -> list[Option]:
 
 
 def encode_options(options: Iterable[Option]) -> bytes:
+    if not options:  # an IA Address or IA Prefix without options, mostly
+        return b""
     parts: list[bytes] = []
+    append, pack = parts.append, HEADER.pack  # every reply encodes several nested lists
     for option in options:
         value = option.encode()
-        if len(value) > OPTION_MAX:
-            raise ValueError(f"option {option.code} has {len(value)} octets; at most 65535")
-        parts.append(HEADER.pack(option.code, len(value)))
-        parts.append(value)
+        size = len(value)
+        if size > OPTION_MAX:
+            raise ValueError(f"option {option.code} has {size} octets; at most 65535")
+        append(pack(option.code, size))
+        append(value)
     return b"".join(parts)
 
 

@@ -21,6 +21,10 @@ from typing import Protocol
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.classify import NO_CLASSES, ClientClass6
 from ipamd.dhcp6.duid import Duid
+from ipamd.dhcp6.options import RawOption
+
+_LINK_CACHE_MAX = 4096  # link_for's remembered answers per plan
+_ANSWERS_MAX = 256  # Option Requests remembered per link
 
 
 class IaType(IntEnum):
@@ -37,10 +41,16 @@ class Pool6:
     first: IPv6Address
     last: IPv6Address
     class_id: str | None = None  # only clients of this class (dhcp6.classify) get these
+    # The bounds as integers: every probe asks ``in``, and IPv6Address's comparisons are
+    # Python code (functools.total_ordering).
+    _low: int = field(init=False, repr=False, compare=False)
+    _high: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.last < self.first:
             raise ValueError(f"pool {self.first}-{self.last} ends before it starts")
+        object.__setattr__(self, "_low", int(self.first))  # frozen: set once, here
+        object.__setattr__(self, "_high", int(self.last))
 
     @property
     def size(self) -> int:
@@ -50,7 +60,7 @@ class Pool6:
         return IPv6Address(int(self.first) + index)
 
     def __contains__(self, address: object) -> bool:
-        return isinstance(address, IPv6Address) and self.first <= address <= self.last
+        return isinstance(address, IPv6Address) and self._low <= int(address) <= self._high
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +139,13 @@ class Link:
     _by_duid: dict[Duid, Reservation6] = field(init=False, repr=False, compare=False)
     _address_owner: dict[IPv6Address, Duid] = field(init=False, repr=False, compare=False)
     _prefixed: tuple[Reservation6, ...] = field(init=False, repr=False, compare=False)
+    # The pools open to every client, and those kept for a class (most links have none).
+    _open: tuple[Pool6, ...] = field(init=False, repr=False, compare=False)
+    _kept: tuple[Pool6, ...] = field(init=False, repr=False, compare=False)
+    # The options answered per Option Request (clients of one kind all send one ORO): made
+    # once, not per message; a link never changes (a reload builds new ones). Bounded.
+    _answers: dict[tuple[int, ...], tuple[RawOption, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_duid: dict[Duid, Reservation6] = {}
@@ -141,6 +158,20 @@ class Link:
         object.__setattr__(self, "_address_owner", owners)
         object.__setattr__(self, "_prefixed",
                            tuple(r for r in self.reservations if r.prefix is not None))
+        object.__setattr__(self, "_open", tuple(p for p in self.pools if p.class_id is None))
+        object.__setattr__(self, "_kept", tuple(p for p in self.pools if p.class_id is not None))
+
+    def requested(self, codes: tuple[int, ...]) -> tuple[RawOption, ...]:
+        """The link's options a client asked for, in its order, each once (RFC 8415 §21.7)."""
+        answers = self._answers
+        found = answers.get(codes)
+        if found is None:
+            if len(answers) >= _ANSWERS_MAX:
+                answers.clear()
+            found = answers[codes] = tuple(RawOption(code, self.options[code])
+                                           for code in dict.fromkeys(codes)
+                                           if code in self.options)
+        return found
 
     def reservation(self, duid: Duid) -> Reservation6 | None:
         return self._by_duid.get(duid)
@@ -167,14 +198,13 @@ class Link:
     def pools_for(self, classes: frozenset[str]) -> list[Pool6]:
         """The pools a client of ``classes`` may draw from, its classes' pools first (as
         DHCPv4's free-address picker prefers them)."""
-        mine = [pool for pool in self.pools if pool.class_id is not None
-                and pool.class_id in classes]
-        return mine + [pool for pool in self.pools if pool.class_id is None]
+        if not classes or not self._kept:
+            return list(self._open)
+        return [pool for pool in self._kept if pool.class_id in classes] + list(self._open)
 
     def kept_from(self, address: IPv6Address, classes: frozenset[str]) -> bool:
         """Inside a pool kept for a class the client lacks, and no pool open to it."""
-        return any(address in pool and pool.class_id is not None and
-                   pool.class_id not in classes for pool in self.pools) \
+        return any(address in pool and pool.class_id not in classes for pool in self._kept) \
             and not self.in_pool(address, classes)
 
     def pd_pool_of(self, prefix: IPv6Network) -> PdPool | None:
@@ -188,11 +218,24 @@ class Link:
 class Plan6:
     links: tuple[Link, ...] = ()
     classes: tuple[ClientClass6, ...] = ()  # every client class (pools name them)
+    # link_for's answers: every message asks, for one of a few relays' link-addresses, and
+    # the plan never changes (a new one is built on reload). Bounded: sources are relays.
+    _found: dict[int, Link | None] = field(default_factory=dict, init=False, repr=False,
+                                           compare=False)  # by int: IPv6Address hashes slowly
 
     def link_for(self, address: IPv6Address | None) -> Link | None:
         """The link whose network holds ``address`` (the longest prefix wins)."""
         if address is None:
             return None
+        key, found = int(address), self._found
+        if key in found:
+            return found[key]
+        if len(found) >= _LINK_CACHE_MAX:
+            found.clear()
+        best = found[key] = self._longest_match(address)
+        return best
+
+    def _longest_match(self, address: IPv6Address) -> Link | None:
         best: Link | None = None
         for link in self.links:
             if address in link.network and (

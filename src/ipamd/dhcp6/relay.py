@@ -26,8 +26,10 @@ from ipaddress import IPv6Address
 from typing import TypeVar
 
 from ipamd.dhcp6 import protocol as p
-from ipamd.dhcp6.codec import Message, RelayMessage, RelayMsg
+from ipamd.dhcp6.codec import RELAY_HEAD, Message, RelayMessage, RelayMsg
 from ipamd.dhcp6.options import (
+    HEADER,
+    OPTION_MAX,
     ClientLinkLayer,
     InterfaceId,
     Option,
@@ -54,16 +56,32 @@ class RelayHop:
 
     @classmethod
     def of(cls, relay: RelayMessage) -> RelayHop:
-        sub = relay.first(SubscriberId)
-        return cls(
-            hop_count=relay.hop_count,
-            link_address=relay.link_address,
-            peer_address=relay.peer_address,
-            interface_id=relay.interface_id,
-            remote_id=relay.first(RemoteId),
-            subscriber_id=None if sub is None else sub.data,
-            client_link_layer=relay.first(ClientLinkLayer),
-        )
+        return _hop_and_inner(relay)[0]
+
+
+def _hop_and_inner(relay: RelayMessage) -> tuple[RelayHop, list[RelayMsg]]:
+    """The hop a Relay-forward describes and its Relay Message options, in one pass over
+    its options (every relayed message comes through here); the first of each kind counts."""
+    interface_id: InterfaceId | None = None
+    remote_id: RemoteId | None = None
+    subscriber_id: SubscriberId | None = None
+    link_layer: ClientLinkLayer | None = None
+    inner: list[RelayMsg] = []
+    for option in relay.options:  # exact types, as first() matches (no ABC isinstance)
+        if type(option) is RelayMsg:
+            inner.append(option)
+        elif type(option) is InterfaceId:
+            interface_id = interface_id or option
+        elif type(option) is RemoteId:
+            remote_id = remote_id or option
+        elif type(option) is SubscriberId:
+            subscriber_id = subscriber_id or option
+        elif type(option) is ClientLinkLayer:
+            link_layer = link_layer or option
+    hop = RelayHop(relay.hop_count, relay.link_address, relay.peer_address,
+                   None if interface_id is None else interface_id.data, remote_id,
+                   None if subscriber_id is None else subscriber_id.data, link_layer)
+    return hop, inner
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +145,10 @@ def unwrap(message: Message | RelayMessage) -> Relayed:
             raise Malformed("bad_relay_nesting", f"{current.type_name} in a forward chain")
         if current.hop_count > p.HOP_COUNT_LIMIT:
             raise Malformed("hop_limit", f"hop-count {current.hop_count}")
-        inner = current.every(RelayMsg)
+        hop, inner = _hop_and_inner(current)
         if len(inner) != 1:
             raise Malformed("no_relay_message", f"{len(inner)} Relay Message options")
-        hops.append(RelayHop.of(current))
+        hops.append(hop)
         current = inner[0].message
     return Relayed(current, tuple(hops))
 
@@ -147,3 +165,22 @@ def wrap(reply: Message, hops: Sequence[RelayHop]) -> Message | RelayMessage:
         answer = RelayMessage(p.RELAY_REPL, hop.hop_count, hop.link_address, hop.peer_address,
                               options)
     return answer
+
+
+def wrap_bytes(reply: bytes, hops: Sequence[RelayHop]) -> bytes:
+    """``wrap(message, hops).to_bytes()`` from the message's octets: the same Relay-replies
+    (RFC 8415 §19.3), written straight out (every answer the server sends is wrapped)."""
+    data = reply
+    for hop in reversed(hops):
+        if len(data) > OPTION_MAX:  # as encode_options refuses it
+            raise ValueError(f"option {p.OPTION_RELAY_MSG} has {len(data)} octets; "
+                             "at most 65535")
+        head = RELAY_HEAD.pack(p.RELAY_REPL, hop.hop_count, hop.link_address.packed,
+                               hop.peer_address.packed)
+        if hop.interface_id is not None:
+            if len(hop.interface_id) > OPTION_MAX:
+                raise ValueError(f"option {p.OPTION_INTERFACE_ID} has "
+                                 f"{len(hop.interface_id)} octets; at most 65535")
+            head += HEADER.pack(p.OPTION_INTERFACE_ID, len(hop.interface_id)) + hop.interface_id
+        data = head + HEADER.pack(p.OPTION_RELAY_MSG, len(data)) + data
+    return data

@@ -52,8 +52,13 @@ def validate(message: Message, server_duid: Duid) -> str | None:
     msg_type = message.msg_type
     if msg_type not in p.CLIENT_TYPES:
         return "not_client_message"
-    clients = message.every(ClientId)
-    servers = message.every(ServerId)
+    clients: list[ClientId] = []
+    servers: list[ServerId] = []
+    for option in message.options:  # one pass (every message comes through here)
+        if type(option) is ClientId:
+            clients.append(option)
+        elif type(option) is ServerId:
+            servers.append(option)
     if len(clients) > 1:
         return "multiple_client_id"
     if len(servers) > 1:

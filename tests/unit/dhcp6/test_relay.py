@@ -9,7 +9,7 @@ import pytest
 from ipamd.dhcp6 import options as o
 from ipamd.dhcp6.codec import Message, RelayMessage, parse
 from ipamd.dhcp6.protocol import Malformed
-from ipamd.dhcp6.relay import RelayHop, unwrap, wrap
+from ipamd.dhcp6.relay import RelayHop, unwrap, wrap, wrap_bytes
 from tests.unit.dhcp6.wire import (
     DHCLIENT_SOLICIT,
     DHCRELAY_FORWARD,
@@ -89,6 +89,22 @@ def test_the_reply_echoes_each_interface_id_at_its_level_and_nothing_else():
         opt(9, relay(13, 0, "2001:db8:77:1::1", "fe80::5eff:fe10:1", opt(18, b"access-7"),
                      opt(9, REPLY))))
     assert answer.to_bytes() == expected
+
+
+@pytest.mark.parametrize("forward", [PERFDHCP_FORWARD, DHCRELAY_FORWARD, "two relays"])
+def test_wrap_bytes_writes_what_wrap_builds(forward: bytes | str):
+    # The server sends wrap_bytes' octets; they must be wrap()'s, hop for hop.
+    data = _two_relays() if forward == "two relays" else forward
+    assert isinstance(data, bytes)
+    hops = unwrap(parse(data)).hops
+    assert wrap_bytes(REPLY, hops) == wrap(_reply(), hops).to_bytes()
+    assert wrap_bytes(REPLY, ()) == REPLY
+
+
+def test_wrap_bytes_refuses_an_answer_too_long_for_its_relay_message_option():
+    hops = unwrap(parse(PERFDHCP_FORWARD)).hops
+    with pytest.raises(ValueError, match="at most 65535"):
+        wrap_bytes(bytes(65_536), hops)
 
 
 def test_a_lightweight_relay_leaves_the_link_to_the_next_one():
