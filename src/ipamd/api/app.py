@@ -67,17 +67,17 @@ log = logging.getLogger("ipamd.api")
 
 # Every router of the API; a module added here is served and documented.
 ROUTERS: list[Router] = [health.router, tokens.router, audit.router, history_routes.router]
-ROUTERS += [whoami.router]  # the console shows the caller's name and role (issue 12)
+ROUTERS += [whoami.router]  # the console shows the caller's name and role
 ROUTERS += [webhook_routes.router, outbox_routes.router]
-ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP (issue 4)
-ROUTERS += [ops_routes.router, alert_destination_routes.router]  # operations (issue 14)
-ROUTERS += [dns_routes.router]  # DNS (issue 13)
+ROUTERS += [lease_routes.router, settings_routes.router]  # DHCP: leases, trusted relays
+ROUTERS += [ops_routes.router, alert_destination_routes.router]  # docs/operations-monitoring.md
+ROUTERS += [dns_routes.router]  # DNS (docs/dns.md)
 ROUTERS += [
     tenants.router, prefixes.router, subnets.router, pools.router, excludes.router,
     reservations.router, assignments.router, options.router, client_classes.router,
     search.router, netbox.router, license.router,
 ]
-ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (issue 49)
+ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (docs/dhcpv6.md)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # A request's scope extension (Gate): set once its body may be read.
@@ -149,9 +149,9 @@ def _log_access(request_id: str | None, method: str, path: str, status: int, sta
 
 
 class Gate:
-    """What is decided before Quart sees a request (issue 48).
+    """What is decided before Quart sees a request (docs/security.md, "The HTTP face").
 
-    The node's request rate limit (spec §8: ``limits.requests_per_minute`` per client IP,
+    The node's request rate limit (docs/security.md: ``limits.requests_per_minute`` per client IP,
     loopback exempt) is decided here and only here: a request over it costs no routing,
     request context, body read or handler. Its 429 is the one Quart gave: the error
     envelope, Retry-After, and the headers ``_end`` adds; the body is not read (api/http1.py
@@ -245,7 +245,7 @@ def create_app(
     _install_error_handlers(app, state)
     _install_routes(app, state, limiter, tokens_seen)
     if state.config.api.console_enabled:
-        console.install(app)  # the browser console's static files at / (issue 12)
+        console.install(app)  # the browser console's static files at / (docs/console.md)
     # ASGI middleware goes in place of Quart's asgi_app, Quart's documented way.
     gate = Gate(app.asgi_app, state, limiter, latency)
     app.asgi_app = gate  # type: ignore[method-assign,assignment]  # middleware, as Quart documents

@@ -1,4 +1,4 @@
-"""Bearer tokens and the loopback bootstrap (spec §5).
+"""Bearer tokens and the loopback bootstrap (docs/security.md: roles, the first token).
 
 Until the first token exists only loopback clients are served (as admin: it is the
 box itself). After that every request carries ``Authorization: Bearer service_live_…``.

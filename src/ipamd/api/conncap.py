@@ -1,4 +1,5 @@
-"""Caps on the connections an API process holds: per client address and in all (issue 48).
+"""Caps on the connections an API process holds: per client address and in all
+(docs/security.md, "Connections").
 
 Every connection hypercorn accepts passes here before anything is read from it. One past
 either cap is closed at once: no TLS handshake and no HTTP answer (a 503 would first cost
@@ -11,7 +12,7 @@ with N worker processes one address may hold N x per_address connections in all.
 Loopback clients (the box itself: its scripts, monitoring, the first token's bootstrap) are
 capped like any other address. None of them needs more than a handful of connections, and
 an exemption would let any process or web page on the box fill the process's cap and lock
-out every remote client. (Spec §8 exempts loopback from the rate limits, which count
+out every remote client. (Loopback is exempt from the rate limits, which count
 requests; this counts what a process holds open.) A client may use any address of 127/8:
 each is an address of its own.
 """

@@ -1,4 +1,4 @@
-"""The browser console's static files, served at / on both faces (issue 12).
+"""The browser console's static files, served at / on both faces (docs/console.md).
 
 The files hold no data, so they are served without a token; everything with data comes
 from /api/v1. Only the files found in the package at start-up are routed (one URL rule per

@@ -1,4 +1,4 @@
-"""The spec's error envelope: {"error": {"code": "...", "message": "..."}} on every error.
+"""The error envelope: {"error": {"code": "...", "message": "..."}} on every error.
 
 Two kinds of error reach it: ``ApiError`` for what only HTTP knows (401, 403, 413, 429, ...)
 and the domain errors of ``ipamd.core.errors``, which ``from_domain`` maps — the one place a
@@ -26,7 +26,7 @@ from ipamd.core.errors import conflict as conflict
 from ipamd.core.errors import invalid as invalid
 from ipamd.core.errors import not_found as not_found
 
-# status -> default code (DESIGN.md decisions)
+# status -> default code (docs/DEVELOPING.md, "Errors")
 CODES = {
     400: "bad_request",
     401: "unauthorized",

@@ -1,4 +1,5 @@
-"""Idempotency-Key for create POSTs (spec §4): one creation per key, replayed for the same body.
+"""Idempotency-Key for create POSTs: one creation per key, replayed for the same body
+(docs/api-ipam.md, "Conventions").
 
 Runs on the asyncio side inside the create's own transaction, so the key row and
 the created object commit together. The key row is inserted first: a concurrent

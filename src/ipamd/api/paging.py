@@ -28,7 +28,7 @@ class PageQuery(Query):
 
 
 class TenantPageQuery(PageQuery):
-    """A page of a list that filters by tenant (spec §2: every object has one)."""
+    """A page of a list that filters by tenant (every object has one: core/tenancy.py)."""
 
     tenant_id: uuid.UUID | None = Field(default=None, description="only this tenant's")
 

@@ -1,4 +1,5 @@
-"""Sliding-window rate limits per client IP (spec §8). Loopback is never limited."""
+"""Sliding-window rate limits per client IP; loopback is never limited (docs/security.md,
+"Rate limits")."""
 
 from __future__ import annotations
 

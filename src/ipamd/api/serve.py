@@ -120,7 +120,7 @@ async def serve(app: ASGIFramework, config: Config, caps: ConnectionCaps, *,
         listeners, binds = open_listeners(_listening(config, sockets),
                                           config.create_ssl_context(), share)
         stopping = trio.Event()
-        # http1 passes the ASGI messages as the spec has them: plain dicts.
+        # http1 passes the ASGI messages as ASGI defines them: plain dicts.
         connection = functools.partial(serve_connection, cast(AsgiApp, app),
                                        Http1Settings.from_config(config), stopping,
                                        lifespan_state)

@@ -67,7 +67,7 @@ class MainLimits:
     A refusal is remembered until it ends: a window that is full stays full until its oldest
     request leaves it (refused requests are not counted, and no worker can add one), so a
     client refused for ``wait`` seconds is refused here meanwhile without a round trip to
-    the main process per request (issue 48: a flood of refused requests)."""
+    the main process per request (a flood of refused requests costs the main process nothing)."""
 
     def __init__(self, main: MainProcess) -> None:
         self.main = main

@@ -1,5 +1,5 @@
-"""/settings/alert-destinations: where alerts are sent (spec §6) — admin only, reads included
-(settings name where credentials live)."""
+"""/settings/alert-destinations: where alerts are sent (docs/operations-monitoring.md) —
+admin only, reads included (settings name where credentials live)."""
 
 from __future__ import annotations
 

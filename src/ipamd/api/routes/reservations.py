@@ -20,7 +20,7 @@ router = Router("reservations")
 
 
 class ReservationCreate(Body):
-    # Rule 1 of spec §2, in the document too: a mac or a duid (or both).
+    # A reservation's identity, in the document too: a mac or a duid (or both).
     model_config = ConfigDict(
         json_schema_extra={"anyOf": [{"required": ["mac"]}, {"required": ["duid"]}]}
     )

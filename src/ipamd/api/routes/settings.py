@@ -18,7 +18,7 @@ _RELAYS_MAX = 1000
 class SettingsOut(BaseModel):
     trusted_relays: list[str] = Field(
         description="relays (addresses or IPv4 networks) whose DHCP requests are served "
-        "(spec §1 rule 3); combined with trusted_relays_config"
+        "(a relay not listed is not served; docs/relays.md); combined with trusted_relays_config"
     )
     trusted_relays_config: list[str] = Field(
         description="read-only: dhcp.trusted_relays from the TOML file"

@@ -1,5 +1,5 @@
-"""/webhooks: create, list, read, update, delete — admin only, reads included (spec §5:
-secret_ref reveals where the secret lives, so operator and viewer get 403)."""
+"""/webhooks: create, list, read, update, delete — admin only, reads included
+(docs/security.md: secret_ref reveals where the secret lives, so operator and viewer get 403)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class WebhookCreate(_WebhookChecks):
     previous_secret_ref: str | None = Field(
         default=None,
         description="during a rotation, the old secret's reference: the Standard Webhooks header "
-        "carries both signatures; X-Service-Signature only the current one (spec §6)",
+        "carries both signatures; X-Service-Signature only the current one (docs/webhooks.md)",
     )
     topics: str = Field(
         default="*", description="comma-separated topics (lease.granted, ..., ipam.audit) or *"
