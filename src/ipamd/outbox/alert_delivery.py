@@ -1,7 +1,7 @@
 """One alert delivery (kind ``alert``): an alert opening or clearing to one alert destination.
 
 The row's target is the destination id; its settings are read at each attempt, so a fix to a
-destination applies to its queued rows. Kinds (spec §6, no topic, no HMAC):
+destination applies to its queued rows. Kinds (no topic, no HMAC; docs/operations-monitoring.md):
   alertmanager  POST <url>/api/v2/alerts, labels + annotations, endsAt on clear
   pager         PagerDuty Events API v2: trigger / resolve with the alert id as dedup_key
   webhook       POST the alert as JSON

@@ -301,7 +301,7 @@ def build_handlers(
     """Delivery handler per row kind: rows of kinds without a handler are never claimed."""
     config = state.config.outbox
     webhooks = WebhookDeliverer(client, config, Backoff.from_config(config))
-    alerts = AlertDeliverer(  # alert destinations (issue 14)
+    alerts = AlertDeliverer(  # alert destinations (docs/operations-monitoring.md)
         client, config, Backoff.from_config(config),
         functools.partial(state.db.run, alert_delivery.fetch_destination),
         Resolver(config.hosts_file))

@@ -1,4 +1,5 @@
-"""Secret references (spec §5 rule 6): `env:NAME` or `file:/absolute/path`.
+"""Secret references: `env:NAME` or `file:/absolute/path` (docs/security.md, "Where secrets
+live").
 
 The reference is stored; the secret is read at delivery time on the node that delivers,
 and is never stored, logged or returned. An error's message (an outbox row's last_error, read

@@ -1,8 +1,9 @@
-"""Signature headers of a delivery (spec §6) and the Standard Webhooks headers.
+"""Signature headers of a delivery (docs/webhooks.md) and the Standard Webhooks headers.
 
 X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>, one value, made with the
-current secret, also during a rotation: spec §6 names one value, and the rotation's overlap is
-the receiver's job (§6 rule 6: it accepts the old and the new secret while the switch happens).
+current secret, also during a rotation: one value, and the rotation's overlap is the
+receiver's job (it accepts the old and the new secret while the switch happens; docs/webhooks.md,
+"Rotating the secret").
 
 webhook-id / webhook-timestamp / webhook-signature follow the Standard Webhooks scheme:
 v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>; during a rotation it carries the

@@ -1,4 +1,5 @@
-"""Event topics (spec §6) and the webhook `topics` field: a comma list of topics, or `*`."""
+"""Event topics (docs/webhooks.md) and the webhook `topics` field: a comma list of topics, or
+`*`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Webhook URL rules (spec §4) and the address rules behind them (SSRF).
+"""Webhook URL rules (docs/webhooks.md, "Webhook rules") and the address rules behind them
+(SSRF).
 
 Applied when a webhook is created or changed, and again at every delivery after name
 resolution (backend.py connects only to an address vetted here):

@@ -1,4 +1,5 @@
-"""One webhook delivery (spec §6): signed POST, no redirects, bounded time and response size.
+"""One webhook delivery (docs/webhooks.md): signed POST, no redirects, bounded time and
+response size.
 
 The HTTP call happens outside any transaction. Every failure becomes an Outcome with a
 last_error an operator can act on; secrets never appear in it.
@@ -28,7 +29,7 @@ RESPONSE_EXCERPT_CHARS = 512
 
 
 def body_of(job: Job) -> bytes:
-    """Lease topics carry the lease fields; ipam.audit carries the audit entry (spec §6).
+    """Lease topics carry the lease fields; ipam.audit carries the audit entry (docs/webhooks.md).
 
     The stored JSON text as it is: no decode and re-encode per attempt."""
     return job.body.encode()
