@@ -268,7 +268,7 @@ def _program_stopped(supervisor_conf: str | None, program: str) -> Iterator[None
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
-    print(json.dumps(redacted(config), indent=2))  # never a password (issue 10)
+    print(json.dumps(redacted(config), indent=2))  # never a password (docs/security.md)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Domain errors: what the domain rooms raise when a request cannot be done.
 
 They say what went wrong in the domain's terms; they know nothing of HTTP. The API turns
-each into the spec's error envelope in one place (``ipamd.api.errors.from_domain``)::
+each into the error envelope in one place (``ipamd.api.errors.from_domain``)::
 
     DomainError            every refusal; ``message`` is shown to the caller as is
     ├── BadRequest         the request itself is malformed (a query value, a cursor)  → 400

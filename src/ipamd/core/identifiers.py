@@ -53,7 +53,7 @@ def mac(text: str) -> str:
     """Six octets in any common notation → lowercase colon-separated (aa:bb:cc:dd:ee:ff).
 
     Anything longer or shorter is refused: a DHCP client identifier (option 61) such as
-    01:aa:bb:cc:dd:ee:ff is not a hardware address (spec §2, reservation rule 4).
+    01:aa:bb:cc:dd:ee:ff is not a hardware address (docs/api-ipam.md, reservation rule 4).
     """
     raw = octets(text)
     if raw is None:

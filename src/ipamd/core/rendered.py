@@ -2,7 +2,7 @@
 
 A page of 50 prefixes cost Postgres ~200 µs to render as JSON text in the query (to_char,
 uuid and cidr output, concatenation), more than everything else the database did for the
-request (issue 17). A row's version is its ``xmin``: the transaction that wrote this version
+request (on the 2-core VM). A row's version is its ``xmin``: the transaction that wrote this version
 of the row, whoever wrote it (any node, a restore, hand-made SQL). A page query asks only
 for (id, xmin); the rows whose version is not held here are read in full and rendered by the
 same code as a single GET, and kept.

@@ -1,5 +1,5 @@
-"""One rule for secrets (DESIGN.md "Secrets (wave 3)"): which fields name where a secret lives,
-and who may read them.
+"""One rule for secrets (docs/security.md, "The one rule for secrets"): which fields name
+where a secret lives, and who may read them.
 
 Objects that make the appliance use or send a secret (webhooks, DNS servers of every adapter,
 alert destinations, anything later) hold only a *location*: a reference (``env:NAME`` or

@@ -1,5 +1,5 @@
-"""Tenants as every room sees them (spec §2: every create accepts an optional tenant_id; left
-out, the default tenant). The tenants resource itself is ipam/tenants.py."""
+"""Tenants as every room sees them (every create accepts an optional tenant_id; left out,
+the default tenant: docs/api-ipam.md, "Tenants"). The tenants resource itself is ipam/tenants.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ async def tenant_for_create(
     conn: asyncpg.Connection, tenant_id: uuid.UUID | None, inherited: uuid.UUID | None = None
 ) -> uuid.UUID:
     """The tenant a new object belongs to: the given one (which must exist), else the parent's
-    tenant for objects with a parent, else the default tenant (spec §2)."""
+    tenant for objects with a parent, else the default tenant."""
     if tenant_id is None:
         return inherited or DEFAULT_TENANT
     if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1)", tenant_id):

@@ -2,7 +2,7 @@
 
 asyncpg is asyncio-only. It used to run on trio-asyncio, which re-implements an asyncio loop
 on trio's primitives: a `SELECT 1` on a held connection cost ~660 µs of CPU through it
-against ~170 µs in plain asyncio — most of a small API request (issue 17). Here a stock
+against ~170 µs in plain asyncio — most of a small API request (on the 2-core VM). Here a stock
 ``SelectorEventLoop`` runs in trio's own thread, one turn (``_run_once``) at a time:
 
 - its selector never blocks; a trio task (the driver) waits until the loop's epoll file
@@ -14,7 +14,7 @@ against ~170 µs in plain asyncio — most of a small API request (issue 17). He
 - a crossing's deadline is kept by a watchdog task that looks a few times a second, not by
   a trio cancel scope per crossing, and the driver waits without one while the loop has no
   timer (it is woken through the loop's self-pipe): entering and closing those scopes was
-  the largest part of what a lone crossing added to a DHCP commit (issue 17).
+  the largest part of what a lone crossing added to a DHCP commit.
 
 No thread, no self-pipe write and no hand-over of the GIL per crossing (a loop on its own
 thread cost ~300 µs per `SELECT 1` for those); with 8 units in flight a crossing costs what

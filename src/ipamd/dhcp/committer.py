@@ -44,7 +44,7 @@ Shedding then only sent new clients into their retransmission timers (25 Discove
 for at most half ``stale_seconds``: longer, and the Requests queued behind it would go
 stale, so new clients are turned away again.
 
-Both servers use it (DESIGN.md: the DHCPv6 server shares the committer): what a batch is and
+Both servers use it (docs/DEVELOPING.md, the room map: `dhcp6` shares it): what a batch is and
 how it is written are the caller's — ``commit``/``warm`` default to DHCPv4's
 ``leasestore.commit``/``leasestore.warm``, and ``dhcp6`` passes its own lease store entry
 points. A queued item is anything with a ``born`` time and an ``op`` that can ``reset()``.

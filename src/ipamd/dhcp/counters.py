@@ -18,7 +18,7 @@ DROP_REASONS = frozenset(
     {
         "not_request",  # op is BOOTREPLY
         "unhandled_type",  # a type a server does not answer (OFFER, ACK, LEASEQUERY...)
-        "untrusted_relay",  # giaddr set, source not in the trusted relays (spec §1 rule 3)
+        "untrusted_relay",  # giaddr set, source not in the trusted relays (docs/relays.md)
         "not_for_us",  # Request/Decline/Release naming another server identifier
         "no_link",  # not relayed, no ciaddr, not from a served interface: unknown segment
         "no_subnet",  # no subnet for giaddr / link selection / ciaddr / interface

@@ -16,8 +16,8 @@ and the client gets a NAK and starts over — never two clients on one address.
 After the committer ran the op, ``finish(tx, env)`` turns its outcome into a
 ``DhcpReply``, ``None`` (Release and Decline get no answer), a drop reason, or a new
 ``Op`` when the database refused our pick and another one is tried.
-RFC 2131 §4.3 throughout; spec §1 rule 1 makes this server authoritative (NAK what
-was never acknowledged to this client).
+RFC 2131 §4.3 throughout; this server is authoritative (NAK what was never acknowledged
+to this client: docs/DEVELOPING.md, "What ipamd is").
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def _options(subnet: Subnet, stored: Sequence[Mapping[str, Any]], ntp: Sequence[
     for row in stored:
         code = row["code"]
         if code in _SERVER_OWNED or (code == ROUTER and subnet.gateway is not None):
-            continue  # the subnet fields own these (spec §2: mask and router)
+            continue  # the subnet's fields own these (mask and router)
         try:
             value = wire(code, row["payload"])  # the API stored it normalised
         except (ValueError, KeyError, TypeError, AttributeError) as error:

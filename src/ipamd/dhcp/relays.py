@@ -1,4 +1,4 @@
-"""Trusted relays (spec §1 rule 3): the TOML list plus the settings resource's list."""
+"""Trusted relays (docs/relays.md): the TOML list plus the settings resource's list."""
 
 from __future__ import annotations
 

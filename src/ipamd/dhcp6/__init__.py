@@ -1,4 +1,4 @@
-"""The DHCPv6 server's room (RFC 8415, relay-served; issue 49).
+"""The DHCPv6 server's room (RFC 8415, relay-served; docs/dhcpv6.md).
 
 What is here so far is pure — no sockets, no SQL: ``protocol`` (numbers, ``Malformed`` and
 its drop reasons), ``codec`` (messages), ``options`` (each option's class: ``option_framing``,
@@ -8,6 +8,6 @@ unwrapped and Relay-replies built), ``validate`` (RFC 8415 §16: which client me
 server acts on), ``plan`` (links, pools, delegation pools, reservations in memory; the
 ``Bindings`` the lease store answers) and ``engine`` (the decision: reply, and the lease
 changes to commit before it is sent; ``decision``, ``assign``).
-It shares the lease store, the plan and the committer with ``dhcp/`` (DESIGN.md), and
+It shares the lease store, the plan and the committer with ``dhcp/`` (docs/DEVELOPING.md), and
 anything both servers need goes to ``core`` rather than being copied.
 """

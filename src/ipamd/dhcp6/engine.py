@@ -14,7 +14,7 @@ Per message type:
 * Request → Reply; each IA gets its address/prefix (GRANT, or RENEW when it is the one the
   client holds), or the IA's status NoAddrsAvail / NoPrefixAvail (§18.3.2).
 * Renew, Rebind → Reply extending the IA's bindings (RENEW); an IA this server never bound
-  gets NoBinding (the spec's rule 1: this server is authoritative, it does not make up a
+  gets NoBinding (this server is authoritative, as the DHCPv4 one: it does not make up a
   binding on Renew); on Rebind, addresses not on the link come back with lifetimes 0
   (§18.3.4, §18.3.5). Addresses the client lists but does not hold come back with
   lifetimes 0, so it stops using them.
@@ -35,7 +35,7 @@ pool kept for a class the client lacks is never its (a held one is not given aga
 The Client FQDN option (39, RFC 4704): on a link whose subnet performs DNS updates, the
 client's name (in the subnet's zone) goes with its addresses' changes (the lease's fqdn:
 its events carry it to the DDNS path, AAAA + ip6.arpa PTR + DHCID from the DUID), and the
-reply's option 39 says what the server will do. Not yet here (issue 49 lists them): IA_TA,
+reply's option 39 says what the server will do. Not yet here (docs/dhcpv6.md, "Not yet"): IA_TA,
 Reconfigure.
 """
 

@@ -1,7 +1,7 @@
 """The address plan as the DHCPv6 decision reads it: links, pools, delegation pools, reservations.
 
-In memory and pure, like DHCPv4's ``dhcp.plan``; a loader (later, with the IPAM side of
-issue 49) builds it from the database. Nothing here enumerates an IPv6 pool: a pool is a
+In memory and pure, like DHCPv4's ``dhcp.plan``; ``dhcp6.plan_loader`` builds it from the
+database. Nothing here enumerates an IPv6 pool: a pool is a
 range (first, last) and a delegation pool a prefix cut into ``delegated_length`` pieces;
 the n-th member is computed (``nth``), so a /64 costs what a /120 costs.
 

@@ -1,4 +1,4 @@
-"""Assignments: a static address and host name without DHCP (spec §1); a managed IP."""
+"""Assignments: a static address and host name without DHCP; a managed IP (docs/api-ipam.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""NetBox-style export and import of prefixes (spec §1): field names as NetBox's bulk import.
+"""NetBox-style export and import of prefixes (docs/api-ipam.md): field names as NetBox's bulk
+import.
 
 Import only ever creates prefixes that are missing; existing ones are reported as
 skipped, and pools, reservations and leases are never touched. NetBox columns this

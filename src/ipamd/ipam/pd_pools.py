@@ -328,7 +328,7 @@ async def create_child(conn: asyncpg.Connection, actor: str, grant: license.Enti
                        kind: Child, pool_id: uuid.UUID, fields: dict[str, Any]
                        ) -> dict[str, Any]:
     if kind is RESERVATION:
-        await license.lock(conn)  # a reservation is a managed object (spec §1 rule 2)
+        await license.lock(conn)  # a reservation is a managed IP (docs/api-ipam.md)
     _subnet, pool = await _lock_pool(conn, pool_id)
     await tenant_for_create(conn, fields.get("tenant_id"), pool["tenant_id"])
     values = {name: fields.get(name) for name in kind.updatable}

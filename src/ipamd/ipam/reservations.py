@@ -1,4 +1,5 @@
-"""Reservations: a fixed address for a DHCP client known by MAC or DUID (spec §2 rules 1-4)."""
+"""Reservations: a fixed address for a DHCP client known by MAC or DUID (docs/api-ipam.md,
+"Reservations": rules 1-4)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ async def _check(
 ) -> None:
     """Every rule of the resulting reservation, against the subnet and its other objects."""
     if r["mac"] is None and r["duid"] is None:
-        raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
+        raise invalid("mac", "a reservation needs a mac or a duid")
     if subnet["cidr"].version == 6:
         _v6_identity(r)
     ip: validate.IPAddress = r["ip"]
@@ -111,7 +112,7 @@ async def create(
     r = {name: fields.get(name) for name in UPDATABLE}
     if r["ip"] is None:
         if r["mac"] is None and r["duid"] is None:
-            raise invalid("mac", "a reservation needs a mac or a duid (spec §2 rule 1)")
+            raise invalid("mac", "a reservation needs a mac or a duid")
         r["ip"] = await children.lowest_free(conn, subnet)
     await _check(conn, subnet, r, None)
     await license.check_room(conn, grant)

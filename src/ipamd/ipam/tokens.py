@@ -63,7 +63,8 @@ async def create(
 ) -> dict[str, Any]:
     """Mint a token; the secret is in the returned value and nowhere else.
 
-    ``tenant_id`` (spec §2) labels the token; it does not narrow what the token may reach."""
+    ``tenant_id`` labels the token; it does not narrow what the token may reach
+    (docs/security.md, "Roles")."""
     if require_no_tokens:
         # Bootstrap: serialise first mints so the loopback window closes exactly once; a
         # mint that waited for the lock behind another one finds a token and mints nothing.

@@ -1,4 +1,5 @@
-"""Alert destinations (admin): where alert openings and clearings are sent (spec §6).
+"""Alert destinations (admin): where alert openings and clearings are sent
+(docs/operations-monitoring.md).
 
 Kinds and their settings (no topic, no HMAC):
   smtp          host, port, starttls, from, to[], username?, password_ref?

@@ -1,4 +1,5 @@
-"""Pool use over time: one row per pool per sample, for the dashboard's chart (issue 55).
+"""Pool use over time: one row per pool per sample, for the dashboard's chart
+(docs/operations-monitoring.md, "Pool use over time").
 
 Each sample reads every pool's use with the dashboard's own aggregate statement
 (figures.pool_use: live leases counted per pool range over the leases_live_ip index, never
