@@ -65,7 +65,7 @@ CREATE FUNCTION dhcp_colon_hex(raw bytea) RETURNS text LANGUAGE sql IMMUTABLE AS
     SELECT rtrim(regexp_replace(encode(raw, 'hex'), '(..)', '\1:', 'g'), ':')
 $$;
 
--- The body of a lease.* event: the lease fields of spec §2 plus the DHCP identities.
+-- The body of a lease.* event: the lease fields (docs/webhooks.md) plus the DHCP identities.
 -- Times in the API's RFC 3339 UTC form.
 CREATE FUNCTION lease_event_payload(
     lease_id uuid, ip inet, subnet_id uuid, hostname text, fqdn text, state text,

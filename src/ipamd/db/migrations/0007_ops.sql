@@ -1,4 +1,4 @@
--- Operations (issue 14): appliance nodes and their heartbeats, alerts, alert destinations.
+-- Operations (docs/operations-monitoring.md): appliance nodes and their heartbeats, alerts, alert destinations.
 
 -- One row per appliance node (node_name, or the host name): several processes on one
 -- Postgres each appear once. status is computed on read from last_seen_at.
@@ -38,7 +38,7 @@ CREATE TABLE alerts (
 CREATE UNIQUE INDEX alerts_open ON alerts (rule, subject) WHERE cleared_at IS NULL;
 CREATE INDEX alerts_id ON alerts (id DESC);
 
--- Where alert openings and clearings go (spec §6: no topic, no HMAC). settings holds the
+-- Where alert openings and clearings go (no topic, no HMAC). settings holds the
 -- kind's fields; a credential is only ever a secret_ref (env:NAME or file:/path).
 CREATE TABLE alert_destinations (
     id          uuid PRIMARY KEY DEFAULT uuid_generate_v7(),
@@ -56,7 +56,7 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_kind_check
     CHECK (kind IN ('webhook', 'dns', 'alert'));
 
 -- Alert events (topic alert.opened / alert.cleared) go to alert destinations only, never to
--- webhooks subscribed to every topic (spec §6: alert destinations carry no topic or HMAC): the
+-- webhooks subscribed to every topic (alert destinations carry no topic or HMAC): the
 -- webhook fan-out leaves them out, and a trigger of its own adds one alert row per enabled
 -- destination. For lease and audit events it is one scan of the statement's new rows.
 CREATE OR REPLACE FUNCTION outbox_fanout() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,6 +1,6 @@
--- Issue 48, two rules "to the letter".
+-- Two rules of the API's contract (docs/api-ipam.md).
 --
--- 1. Spec §2: every create accepts an optional tenant_id, the default tenant when left out.
+-- 1. Every create accepts an optional tenant_id, the default tenant when left out.
 --    Webhooks, tokens, DNS servers, zones and records and alert destinations now belong to a
 --    tenant too (stored, returned, filterable with ?tenant_id=). A static record keeps its
 --    zone's tenant (as a pool keeps its subnet's). The column default is the default tenant,

@@ -1,4 +1,4 @@
--- IPv6 in the address plan (issue 49, point 1): subnets, pools, excludes, reservations,
+-- IPv6 in the address plan (docs/api-ipam.md, "IPv6"): subnets, pools, excludes, reservations,
 -- assignments and options of either family. The DHCPv4 server's plan loader reads only IPv4
 -- rows (dhcp/plan_loader.py); IPv6 ones wait for the DHCPv6 server.
 ALTER TABLE subnets DROP CONSTRAINT subnets_ipv4;
@@ -17,7 +17,7 @@ ALTER TABLE excludes ADD CONSTRAINT excludes_one_family CHECK (family(start_ip) 
 -- The DUID is unique per subnet (reservations_subnet_duid, 0002), compared in the one form
 -- the API stores (core/identifiers.duid: lowercase colon-separated hex).
 
--- Delegation pools (issue 49, point 2; RFC 8415 IA_PD): a prefix of the subnet's tenant cut
+-- Delegation pools (RFC 8415 IA_PD; docs/api-ipam.md): a prefix of the subnet's tenant cut
 -- into delegated prefixes of one length (ipam/pd_pools.py). tenant_id is the subnet's, kept
 -- here so the exclusion constraint can judge overlaps per tenant (separate address spaces).
 CREATE TABLE pd_pools (

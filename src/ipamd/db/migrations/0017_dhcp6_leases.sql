@@ -1,5 +1,5 @@
--- The DHCPv6 server's bindings live in the one lease table (issue 49, point 3; DESIGN.md: the
--- DHCPv6 server "shares the lease store, the events and the history"). A v6 lease is one
+-- The DHCPv6 server's bindings live in the one lease table (docs/dhcpv6.md: the DHCPv6
+-- server shares the lease store, the events and the history). A v6 lease is one
 -- binding of one client's IA: an address (IA_NA, prefix_length 128) or a delegated prefix
 -- (IA_PD, ip its first address). Same states, same journal (migration 0011), same expiry
 -- sweep (0014), same unique indexes: leases_live_ip (one live binding per address per
@@ -23,7 +23,7 @@ ALTER TABLE leases ADD CONSTRAINT leases_v6_binding CHECK (
 
 -- The appliance's one server DUID (RFC 8415 §11: it must not change): made by the first
 -- DHCPv6 server to start and read by every node after, so every node and every restart
--- answers with the same Server Identifier (DESIGN.md, IPv6).
+-- answers with the same Server Identifier.
 CREATE TABLE dhcp6_server (
     singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     duid       bytea NOT NULL CHECK (length(duid) BETWEEN 3 AND 130),

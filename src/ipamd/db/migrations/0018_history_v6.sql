@@ -1,4 +1,4 @@
--- History rows of DHCPv6 bindings carry the IA (issue 49, point 4): the IAID, the IA type
+-- History rows of DHCPv6 bindings carry the IA (docs/history.md): the IAID, the IA type
 -- ('na' or 'pd') and the prefix length (128 for an address, the delegated length for IA_PD;
 -- ip is then the prefix's first address). NULL on DHCPv4 intervals.
 ALTER TABLE lease_intervals

@@ -1,4 +1,4 @@
--- Pool use over time for the dashboard's chart (issue 55, point 5): the ops service samples
+-- Pool use over time for the dashboard's chart (docs/operations-monitoring.md): the ops service samples
 -- every pool's use each ops.pool_sample_seconds, one row per pool per sample, and deletes
 -- rows older than ops.pool_sample_retention_days as it writes (ops/pool_samples.py).
 -- size is numeric: an IPv6 pool can hold more addresses than a bigint counts. No foreign key:
