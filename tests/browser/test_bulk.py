@@ -1,4 +1,4 @@
-"""Tables that sort, count, export and act on many rows at once (issue 55): Work's "replay all
+"""Tables that sort, count, export and act on many rows at once (docs/console.md): Work's "replay all
 failed" for the current filter with one confirmation that names how many; leases and audit
 sorted by a header click, their totals ("2 of 5"), CSV of what the filter selects, and a bulk
 release of three leases granted by the real DHCP server."""

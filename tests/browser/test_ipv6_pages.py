@@ -1,4 +1,4 @@
-"""The console on an IPv6 subnet (issue 49, point 4): no gateway/PXE fields, exact decimal
+"""The console on an IPv6 subnet (docs/console.md): no gateway/PXE fields, exact decimal
 counts, DUID reservations, DHCPv6 options by name, delegation pools with DUID reservations,
 the leases page's DHCPv6 columns; axe finds no serious violation on the subnet page."""
 

@@ -3,7 +3,7 @@
 A veth pair joins the root namespace (the appliance's public TLS listener) and a test
 namespace; the client runs there as a subprocess (tests/support/api_probe.py), so the
 appliance sees a genuine 10.77.9.x peer: bootstrap refusal, Bearer, and the per-IP limits
-of spec §8, with loopback never limited.
+(docs/security.md), with loopback never limited.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The request-rate limit (spec §8) is applied before the app stack runs (issue 48): a
-request over it from a genuine non-loopback peer is answered 429 with the spec's envelope
+"""The request-rate limit (docs/security.md) is applied before the app stack runs: a
+request over it from a genuine non-loopback peer is answered 429 with the error envelope
 and Retry-After, and Quart never sees it; loopback stays exempt."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ async def test_over_the_limit_is_refused_before_quart_and_loopback_is_exempt(
         "code": "rate_limited", "message": f"more than {LIMIT} requests a minute from this "
                                            "address"}}
     headers = refused["headers"]
-    # The same answer as when Quart gave it (before issue 48), header for header.
+    # The same answer as when Quart gave it (before the gate), header for header.
     assert list(headers) == ["content-type", "content-length", "retry-after", "x-request-id",
                              "cache-control", "x-content-type-options", "date", "server"]
     assert 1 <= int(headers["retry-after"]) <= 60

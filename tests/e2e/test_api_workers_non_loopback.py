@@ -1,5 +1,5 @@
 """Per-client-IP rate limits with the API in two worker processes (api.workers = 2): a
-remote client gets its limit once, not once per worker (spec §8), whichever worker serves
+remote client gets its limit once, not once per worker (docs/security.md), whichever worker serves
 each of its requests; loopback stays unlimited. Same lab as test_api_non_loopback.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real Debian DHCP clients behind a real relay, served by the appliance (issue 4, end to end).
+"""Real Debian DHCP clients behind a real relay, served by the appliance (end to end).
 
 dhclient (isc-dhcp-client) and busybox udhcpc run in a client namespace; ISC dhcrelay
 relays them from its namespace to the appliance's DHCP server, which runs inside the real
@@ -168,7 +168,7 @@ async def check_released(admin: httpx.AsyncClient, db: Database, lease: dict[str
     assert released["lease_id"] == lease["lease_id"]
     events = await wait_events(db, lease["lease_id"], "released")
     assert events[0] == "granted" and events[-1] == "released", events
-    # The same transactions queued the webhook topics of spec §6 for the outbox.
+    # The same transactions queued the webhook topics (docs/webhooks.md) for the outbox.
     topics = await db.run(_topics, lease["lease_id"])
     assert topics == [f"lease.{event}" for event in events], (topics, events)
 

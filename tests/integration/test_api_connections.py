@@ -1,4 +1,4 @@
-"""The API's connection-level bounds (issue 48): connections capped per client address and
+"""The API's connection-level bounds (docs/security.md): connections capped per client address and
 per API process (api/conncap.py), the TLS handshake's deadline, Python's TLS defaults kept,
 and HTTP/1.1 only (no h2 by ALPN). Clients are plain sockets from chosen loopback addresses
 (all of 127/8 is loopback on Linux), so the wire shows what is served and what is refused."""

@@ -318,7 +318,7 @@ async def test_malformed_request_is_refused_with_400(garbage: bytes) -> None:
         await c.send(garbage)
         status, headers, body = await c.response()
         assert status == 400 and headers["connection"] == "close" and await c.closed()
-        error = json.loads(body)["error"]  # the spec's envelope, as every error has
+        error = json.loads(body)["error"]  # the error envelope, as every error has
         assert error["code"] == "bad_request" and "malformed" in error["message"]
 
 

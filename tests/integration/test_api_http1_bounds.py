@@ -1,5 +1,5 @@
 """What api/http1.py bounds inside one connection, and the framing RFC 9112 requires
-(issue 48): a head or trailer section that never ends is refused as soon as it passes the
+(docs/security.md): a head or trailer section that never ends is refused as soon as it passes the
 limit while other clients are served, pipelined requests are parsed only up to a bound, and
 what llhttp accepts but RFC 9112 refuses is refused; `Expect: 100-continue` gets no 100
 before the request is authorized.

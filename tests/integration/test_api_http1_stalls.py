@@ -1,5 +1,5 @@
 """A client that stalls in the middle of a request body, or stops reading a response, holds
-its connection no longer than an idle one (api/http1.py, issue 48: the HTTP layer bounds
+its connection no longer than an idle one (api/http1.py, docs/security.md: the HTTP layer bounds
 everything it holds). Plain sockets on loopback against a toy app under api/serve.py, with
 the idle deadline (``keep_alive_timeout``, `api.idle_timeout_seconds`) set short."""
 

@@ -1,4 +1,4 @@
-"""The first-token bootstrap cannot be reached by a browser (issue 48, docs/security.md):
+"""The first-token bootstrap cannot be reached by a browser (docs/security.md):
 before the first token a request must name the box in its Host header, a mutating one must
 carry a JSON content type, and two concurrent first mints make exactly one token."""
 

@@ -1,4 +1,4 @@
-"""Issue 10 items 1-7 over HTTP, against the live appliance: each answers a clear 4xx."""
+"""Hostile inputs over HTTP, against the live appliance: each answers a clear 4xx."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One rule for secrets (issue 48; core/secret_locations.py): only admins create or change an
+"""One rule for secrets (docs/security.md; core/secret_locations.py): only admins create or change an
 object that makes the appliance use a secret, and nothing a viewer or an operator can read
 names where a secret lives — proved by calling every operation of the live OpenAPI document
 as each of those roles, over data that holds such locations: a webhook, DNS servers of every

@@ -1,4 +1,4 @@
-"""Spec §2 to the letter (issue 48): every create of the live OpenAPI document accepts an
+"""docs/api-ipam.md, "Tenants on create", to the letter: every create of the live OpenAPI document accepts an
 optional tenant_id — stored, returned, filterable — and left out, the default tenant (a child
 keeps its parent's). The one exception is a tenant itself (a tenant is not inside a tenant).
 """

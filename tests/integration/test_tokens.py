@@ -1,4 +1,4 @@
-"""Tokens and auth (spec §5): bootstrap, Bearer, roles, hashing, audit, idempotency."""
+"""Tokens and auth (docs/security.md): bootstrap, Bearer, roles, hashing, audit, idempotency."""
 
 from __future__ import annotations
 

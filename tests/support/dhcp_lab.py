@@ -219,7 +219,7 @@ class Udhcpc:
         return self.proc.returncode
 
 
-# --- IPv6: the same segment for DHCPv6 (issue 49) ---------------------------------------
+# --- IPv6: the same segment for DHCPv6 (docs/dhcpv6.md) ---------------------------------------
 #
 #     client ns ── veth "l" ── relay ns (dhcrelay -6; <lan>::1/64) ── veth "s" ── root ns
 #     (dhclient -6)                      (<up>::2/64 upstream)                   (<up>::1)

@@ -4,7 +4,7 @@ A room is a folder under src/ipamd (`ipam`, `dhcp`, ...) or a top-level module (
 `state`, `cli`, ...). Every import counts: module level, inside functions (lazy) and under
 `if TYPE_CHECKING:` — a type-only import still ties two rooms together.
 
-The rules (docs/DEVELOPING.md explains them; DESIGN.md is where they come from):
+The rules (docs/DEVELOPING.md, "The room map", explains them):
 - `core` imports no other room; `db` imports only `core`.
 - Domain rooms (`ipam`, `dhcp`, `dhcp6`, `outbox`, `dns`, `ops`) never import `api`, `runtime`,
   `cli` or `console`; they raise core's domain errors and the API maps them.

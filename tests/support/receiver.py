@@ -121,8 +121,8 @@ class Reply:
 
 
 def verify_service(header: str, secrets: list[bytes], body: bytes) -> bool:
-    """A receiver written to spec §6: one `sha256=<hex>` value, checked against every secret
-    it knows (old and new during a rotation, §6 rule 6)."""
+    """A receiver written as docs/webhooks.md asks: one `sha256=<hex>` value, checked against
+    every secret it knows (old and new during a rotation)."""
     offered = header.strip().encode()
     ok = False
     for secret in secrets:

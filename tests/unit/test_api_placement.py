@@ -1,4 +1,4 @@
-"""Where the API runs (runtime.api_in_main_process, issue 48): never in the process of a
+"""Where the API runs (runtime.api_in_main_process, docs/security.md): never in the process of a
 server that answers the network, whatever api.workers says."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10 item 9: the configuration is never shown with a password in it."""
+"""The configuration is never shown with a password in it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10 item 10: a lost database connection is classified once and logged once."""
+"""A lost database connection is classified once and logged once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10 item 11: the install steps in the docs name real targets and agree with each other."""
+"""The install steps in the docs name real targets and agree with each other."""
 
 from __future__ import annotations
 

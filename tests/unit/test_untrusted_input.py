@@ -1,4 +1,4 @@
-"""Untrusted input at its decoding points: JSON bodies, cursors, times, stored text (issue 10)."""
+"""Untrusted input at its decoding points: JSON bodies, cursors, times, stored text."""
 
 from __future__ import annotations
 

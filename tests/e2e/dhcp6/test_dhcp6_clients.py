@@ -1,4 +1,4 @@
-"""Real Debian DHCPv6 clients behind a real relay, served by the appliance (issue 49, end to end).
+"""Real Debian DHCPv6 clients behind a real relay, served by the appliance (end to end).
 
 dhclient -6 (isc-dhcp-client) runs in a client namespace; ISC `dhcrelay -6` relays it from
 its namespace to the appliance's DHCPv6 server, which runs inside the real runtime in this

@@ -1,5 +1,5 @@
 """dhcpcd (Debian dhcpcd-base), a second DHCPv6 client implementation, behind ISC
-`dhcrelay -6`, served by the appliance (issue 49, end to end; the lab and plan of
+`dhcrelay -6`, served by the appliance (end to end; the lab and plan of
 conftest.py). dhcpcd runs with its state directories bound to the test's own in a private
 mount namespace (tests/support/dhcp_lab.py, Dhcpcd), so the host's are never touched."""
 

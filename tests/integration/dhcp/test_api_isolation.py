@@ -1,4 +1,4 @@
-"""No API input can delay DHCP (issue 48): the API never runs in the DHCP server's process
+"""No API input can delay DHCP (docs/security.md, "Where the API runs"): the API never runs in the DHCP server's process
 (runtime.api_in_main_process), and a relayed client gets its Offer and its Ack within 1 s
 while hostile HTTP clients (tests/support/api_attack.py: a header line that never ends, a
 pipelining flood and 500 idle connections) hit the API — with one API worker and with two."""

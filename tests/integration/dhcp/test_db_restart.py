@@ -1,4 +1,4 @@
-"""Issue 10 item 10: Postgres restarts under DHCP load — an expected event, logged as one.
+"""Postgres restarts under DHCP load — an expected event, logged as one.
 
 A few clients run DORA continuously over loopback while the test's Postgres is restarted
 (fast shutdown: every backend is told the server is going, then connections are refused

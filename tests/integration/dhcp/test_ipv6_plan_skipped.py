@@ -1,7 +1,7 @@
 """IPv6 subnets in the database leave the DHCPv4 server as it was: its plan holds only IPv4
 subnets, a DHCPv6 option code is never sent as the DHCPv4 option of that number, and a client
-whose MAC an IPv6 reservation names gets a DHCPv4 address as any other (issue 49: the IPv6
-objects wait for the DHCPv6 server)."""
+whose MAC an IPv6 reservation names gets a DHCPv4 address as any other (the IPv6
+objects are the DHCPv6 server's: docs/dhcpv6.md)."""
 
 from __future__ import annotations
 

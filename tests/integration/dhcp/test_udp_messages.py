@@ -142,7 +142,7 @@ async def test_pxe_client_gets_next_server_boot_file_and_option_43(dhcp: Any) ->
 
 
 async def test_untrusted_relay_gets_nothing_until_trusted(dhcp: Any, nursery: Any) -> None:
-    """Spec §1 rule 3: a relay outside the trusted list is dropped and counted."""
+    """A relay outside the trusted list is dropped and counted (docs/relays.md)."""
     from tests.integration.dhcp.harness import Relay, relay_socket
 
     sock = relay_socket("127.78.0.1")

@@ -1,5 +1,5 @@
 """kill -9 of ipamd while DHCPv6 clients run Solicit/Advertise/Request/Reply through a relay:
-no binding that got a Reply is lost (issue 49: a Reply that grants goes out only after its
+no binding that got a Reply is lost (docs/dhcpv6.md: a Reply that grants goes out only after its
 commit). A real `ipamd run` process with only the DHCPv6 server on [::1]; its clients are
 tasks of the test sharing one relay socket. After the kill, every (DUID, address) a client
 was told of is an active lease in the database, and no address was granted to two DUIDs.

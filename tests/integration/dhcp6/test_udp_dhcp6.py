@@ -163,7 +163,7 @@ async def test_renew_keeps_the_binding_and_release_ends_it(dhcp6: Running6) -> N
     assert released_body["ip"] == address and released_body["state"] == "released"
     assert (released_body["duid"], released_body["iaid"], released_body["ia_type"],
             released_body["prefix_length"]) == (duid.text, 1, "na", 128)
-    # A Renew after the Release: this server holds no binding for it (the spec's rule 1).
+    # A Renew after the Release: this server holds no binding for it (it is authoritative).
     again = await dhcp6.relay.exchange(message(p.RENEW, 0x204, duid, server=server,
                                                na=[address]))
     assert again is not None

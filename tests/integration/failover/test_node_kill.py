@@ -1,4 +1,4 @@
-"""Issue 16: kill -9 one appliance node under load; the other keeps serving.
+"""docs/scale-out.md: kill -9 one appliance node under load; the other keeps serving.
 
 Two real `ipamd run` processes (node-a, node-b: their own config file, DHCP port and API
 port on loopback) share the suite's database. Relayed DORA load goes to both while the

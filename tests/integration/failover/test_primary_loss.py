@@ -1,4 +1,4 @@
-"""Issue 16 (a): the appliance on a set of database hosts survives the loss of its primary.
+"""docs/scale-out.md: the appliance on a set of database hosts survives the loss of its primary.
 
 The real runtime (API, DHCP, outbox, workers) runs on a multi-host DSN whose first host
 does not exist (as a dead primary would be) and whose second is the suite's Postgres, with

@@ -1,4 +1,4 @@
-"""Issue 16 (b): two appliance nodes active-active on one database.
+"""docs/scale-out.md: two appliance nodes active-active on one database.
 
 Two real runtimes (node names node-a and node-b, their own ports) serve one pool; relays
 send to both (here: each simulated relay talks to one node, both under load at once).

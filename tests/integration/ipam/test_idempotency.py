@@ -1,4 +1,4 @@
-"""Idempotency-Key on IPAM creates (spec §4): replay, conflict, expiry."""
+"""Idempotency-Key on IPAM creates (docs/api-ipam.md): replay, conflict, expiry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""IPv6 in the address plan: the rules of spec §2/§7 as for IPv4, what differs refused with a
+"""IPv6 in the address plan: the rules of docs/api-ipam.md as for IPv4, what differs refused with a
 message naming the field, and sizes of a /64 answered by arithmetic (docs/api-ipam.md, "IPv6").
 """
 

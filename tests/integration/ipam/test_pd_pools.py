@@ -1,5 +1,5 @@
 """Delegation pools (DHCPv6 IA_PD) as API resources: a prefix cut into delegated prefixes,
-with excludes and DUID reservations of delegated prefixes (issue 49, point 2)."""
+with excludes and DUID reservations of delegated prefixes (docs/api-ipam.md)."""
 
 from __future__ import annotations
 

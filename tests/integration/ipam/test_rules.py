@@ -1,4 +1,4 @@
-"""A scenario through every rule of spec §2 and §7: exact status and error code each time."""
+"""A scenario through every rule of docs/api-ipam.md: exact status and error code each time."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ async def test_plan_rules(operator, anon, viewer, admin):
         422, "validation_error").startswith("tenant_id")
 
     sid = s["id"]
-    # Pools: inside the subnet; a pool overlapping a pool is 409 conflict (spec §2).
+    # Pools: inside the subnet; a pool overlapping a pool is 409 conflict.
     pool = created(await operator.post(f"/subnets/{sid}/pools", json={
         "name": "dyn", "start_ip": "10.20.1.100", "end_ip": "10.20.1.199"}))
     assert pool["size"] == 100 and pool["tenant_id"] == DEFAULT_TENANT

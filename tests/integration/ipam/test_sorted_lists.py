@@ -1,5 +1,5 @@
 """GET /leases?sort=, GET /leases/count, POST /leases/release, GET /audit?sort= and GET
-/audit/count (issue 55: tables that sort, count and act in bulk)."""
+/audit/count (docs/operations.md: tables that sort, count and act in bulk)."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ async def _scenario(
     assert "pd-routing-key-1" not in str(made)
     logged = (await viewer.get("/audit", params={"object_type": "alert_destination"})).json()
     assert logged["items"] and f"env:{PD_ENV}" not in str(logged)  # where secrets live: admin only
-    # A webhook on every topic: it gets lease events, never alert events (spec §6).
+    # A webhook on every topic: it gets lease events, never alert events (docs/operations-monitoring.md).
     star = await admin.post("/webhooks", json={
         "name": "star", "url": receiver.url("/star", host="hook.test"),
         "secret_ref": "env:IPAMD_TEST_STAR_SECRET", "topics": "*"})

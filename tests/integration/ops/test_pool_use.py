@@ -1,4 +1,4 @@
-"""Pool use over time (issue 55, point 5): the ops service samples every pool's use into
+"""Pool use over time (docs/operations-monitoring.md): the ops service samples every pool's use into
 pool_use_samples, keeps ops.pool_sample_retention_days of it, and GET /dashboard/pool-use
 returns it; IPv6 pool sizes as decimal strings."""
 

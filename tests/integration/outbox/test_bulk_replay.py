@@ -1,4 +1,4 @@
-"""Replay every failed delivery a filter selects (issue 55: Work's "replay all failed"), and
+"""Replay every failed delivery a filter selects (Work's "replay all failed", docs/console.md), and
 the count the console's confirmation names."""
 
 import pytest

@@ -145,7 +145,7 @@ async def test_url_rules_are_checked_again_at_delivery(admin, viewer, receiver, 
 
 async def test_rotation_signs_with_the_new_secret_in_one_value(admin, viewer, receiver, db,
                                                                monkeypatch):
-    # Spec §6: one sha256=<hex> value; rule 6: the receiver accepts old and new meanwhile.
+    # One sha256=<hex> value; the receiver accepts old and new meanwhile (docs/webhooks.md).
     monkeypatch.setenv("IPAMD_TEST_NEW_SECRET", "the-new-secret")
     old_secret = receiver.secrets[0]
     receiver.secrets = [old_secret, b"the-new-secret"]  # step 2 of docs/webhooks.md

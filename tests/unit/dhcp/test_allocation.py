@@ -94,7 +94,7 @@ def test_picker_walks_segments_and_wraps() -> None:
 
 
 def test_nodes_with_different_names_start_their_walk_apart() -> None:
-    """Two nodes on one database must not walk a pool in lockstep (issue 16): each starts
+    """Two nodes on one database must not walk a pool in lockstep (docs/scale-out.md): each starts
     at a stable place of its own; one unnamed node starts at the pool's start."""
     import uuid as _uuid
 

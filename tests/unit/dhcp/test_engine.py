@@ -237,7 +237,7 @@ def test_init_reboot_and_renew_unknown_here_ask_the_database() -> None:
     tx = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, requested="10.77.1.100"))
     op = decide(tx, env)
     assert isinstance(op, Op) and op.kind == OpKind.ACK
-    # Not found: never acknowledged to this client (spec §1 rule 1) -> NAK.
+    # Not found: never acknowledged to this client (the server is authoritative) -> NAK.
     assert _reply(finish(tx, env)).message_type == o.NAK
     renew = tx_for(request(o.REQUEST, MAC, giaddr=RELAY, ciaddr="10.77.1.100"))
     op = decide(renew, env)

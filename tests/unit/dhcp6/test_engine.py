@@ -270,7 +270,7 @@ def test_renew_extends_the_binding_and_zeroes_what_it_does_not_hold():
 
 
 def test_renew_of_an_ia_never_bound_gets_no_binding():
-    # Spec §1 rule 1: authoritative; RFC 8415 §18.3.4 NoBinding, nothing created.
+    # Authoritative: RFC 8415 §18.3.4 NoBinding, nothing created.
     message = _msg(p.RENEW, IaNa(1, 0, 0, (IaAddress(A("2001:db8:77:1::150"), 0, 0),)),
                    server=SERVER)
     decision = _decide(message)

@@ -28,7 +28,7 @@ def test_headers_single_secret():
 
 
 def test_rotation_signs_with_the_current_secret_only():
-    # Spec §6: X-Service-Signature is one sha256=<hex>; the overlap is the receiver's job.
+    # X-Service-Signature is one sha256=<hex> (docs/webhooks.md); the overlap is the receiver's job.
     body = b"{}"
     h = signing.headers([b"new", b"old"], delivery_id="d", topic="t", timestamp=1, body=body)
     assert h["X-Service-Signature"] == signing.service_signature(b"new", body)
