@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make bench` for the API: GET a page of 50 prefixes with 1 and with 8 keep-alive clients,
-then the same while the DHCP server runs at half its ceiling (issue 17).
+then the same while the DHCP server runs at half its ceiling.
 
 The appliance runs as its own process (`python -m ipamd run`, bench/appliance.py) on a
 fresh database of a private PostgreSQL, its API on a loopback port: plain HTTP/1.1 (the

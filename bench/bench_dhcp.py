@@ -90,7 +90,7 @@ PING_MAC = "02:77:00:00:00:01"
 # only read 0.8, 1.0 or 1.25 there.
 DEFAULT_RATES = (200, 500, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000,
                  11000, 12000)
-LATENCY_RATES = (200, 1000)  # the summary's latency comparison (issue 17)
+LATENCY_RATES = (200, 1000)  # the summary's latency comparison
 # perfdhcp -x t keeps every packet it sent and got for its timestamps: ~8.5 kB a DORA, 1.6-2 GB
 # and 400,000-500,000 page faults in a run at 9,000-11,000/s, against 21 MB and 3,400
 # without. That bookkeeping stalls the client itself (on this VM a fresh page faults on the

@@ -27,7 +27,7 @@ feature):
                     0014 (a renewal then rewrites an entry in every index of leases)
 (the history fold and the fan-out run when deriving, not in the grant's commit).
 Each variant runs --rounds times, alternating, and the median is printed. No peer: the
-comparison is between variants of one run. (issue 17: a DORA's PostgreSQL CPU)
+comparison is between variants of one run: a DORA's PostgreSQL CPU.
 
 ``--crossing`` measures the other side instead: the wall time of one lone grant's commit
 (--grants of them, --gap-ms apart, as at light load) from plain asyncio, and from trio through

@@ -16,7 +16,7 @@ runs as a separate process and checks every signature. One webhook takes every t
               signed POSTs from `workers` concurrent tasks, CPU per request; --profile
               prints where that CPU goes, by package
 
-Targets (issue 5): p50 under 50 ms, at least 1,000 deliveries/s. Figures are printed and
+Targets: p50 under 50 ms, at least 1,000 deliveries/s. Figures are printed and
 written to bench/results/outbox-<time>.json.
 """
 

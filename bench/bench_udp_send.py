@@ -9,7 +9,7 @@ between bursts (so the receiver keeps up and nothing is lost). Printed per datag
 sender's CPU (user + system) and the whole machine's busy time (``/proc/stat``: the
 receiver, softirqs and the kernel's work wherever it ran), and what the receiver got
 (every datagram whole). ``--rounds`` alternating rounds, medians. No peer: the comparison
-is between the two ways of sending, on one machine, in one run. (issue 17)
+is between the two ways of sending, on one machine, in one run.
 
     .venv/bin/python -m bench.bench_udp_send                  # ~1 minute, as root
 """

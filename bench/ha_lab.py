@@ -1,4 +1,4 @@
-"""`make ha-lab` (issue 16): failover of the database under relayed DHCP load, on one machine.
+"""`make ha-lab` (docs/scale-out.md): failover of the database under relayed DHCP load, on one machine.
 
 In network namespaces on 10.77.16.0/24 (a bridge in namespace ``sw``):
 
