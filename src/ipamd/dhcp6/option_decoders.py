@@ -10,6 +10,7 @@ else stays a ``RawOption``. The Relay Message option (9) is ``codec``'s, in rela
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from ipaddress import IPv6Address
 
@@ -135,8 +136,7 @@ def _dec_ia(cls: type[Ia], name: str, table: dict[int, Decoder]) -> Decoder:
 def _dec_oro(value: bytes) -> Option:
     if len(value) % 2:
         raise Malformed("bad_option_request", f"{len(value)} octets")
-    return OptionRequest(tuple(int.from_bytes(value[i : i + 2], "big")
-                               for i in range(0, len(value), 2)))
+    return OptionRequest(struct.unpack(f"!{len(value) // 2}H", value))
 
 
 def _dec_user_class(value: bytes) -> Option:

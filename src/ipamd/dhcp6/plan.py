@@ -54,10 +54,10 @@ class Pool6:
 
     @property
     def size(self) -> int:
-        return int(self.last) - int(self.first) + 1
+        return self._high - self._low + 1
 
     def nth(self, index: int) -> IPv6Address:
-        return IPv6Address(int(self.first) + index)
+        return IPv6Address(self._low + index)
 
     def __contains__(self, address: object) -> bool:
         return isinstance(address, IPv6Address) and self._low <= int(address) <= self._high
@@ -137,7 +137,7 @@ class Link:
     # Reservations by DUID and by address, made once: the decision asks for every address
     # it probes (up to MAX_PROBES per pool), and a site may reserve thousands.
     _by_duid: dict[Duid, Reservation6] = field(init=False, repr=False, compare=False)
-    _address_owner: dict[IPv6Address, Duid] = field(init=False, repr=False, compare=False)
+    _address_owner: dict[int, Duid] = field(init=False, repr=False, compare=False)  # by int
     _prefixed: tuple[Reservation6, ...] = field(init=False, repr=False, compare=False)
     # The pools open to every client, and those kept for a class (most links have none).
     _open: tuple[Pool6, ...] = field(init=False, repr=False, compare=False)
@@ -149,11 +149,11 @@ class Link:
 
     def __post_init__(self) -> None:
         by_duid: dict[Duid, Reservation6] = {}
-        owners: dict[IPv6Address, Duid] = {}
+        owners: dict[int, Duid] = {}  # by int: IPv6Address hashes slowly
         for reservation in self.reservations:
             by_duid.setdefault(reservation.duid, reservation)  # the first one wins, as before
             if reservation.address is not None:
-                owners.setdefault(reservation.address, reservation.duid)
+                owners.setdefault(int(reservation.address), reservation.duid)
         object.__setattr__(self, "_by_duid", by_duid)  # frozen: set once, here
         object.__setattr__(self, "_address_owner", owners)
         object.__setattr__(self, "_prefixed",
@@ -177,7 +177,7 @@ class Link:
         return self._by_duid.get(duid)
 
     def reserved_for_another(self, address: IPv6Address, duid: Duid) -> bool:
-        if address not in self._address_owner:
+        if int(address) not in self._address_owner:
             return False
         return any(r.address == address and r.duid != duid for r in self.reservations)
 
