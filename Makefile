@@ -111,11 +111,13 @@ test: system-test venv compiled
 # eslint:recommended, lines of at most 120 characters, no module-level `let`). NODE_PATH:
 # Debian's node modules live in /usr/share/nodejs, which a nodejs not built by Debian
 # (NodeSource's) does not search; -f unix: the default formatter needs chalk, not a dependency.
-# mypy: strict over all of src/ ([tool.mypy] in pyproject.toml; 0 errors, every ignore says why).
+# mypy: strict over all of src/ ([tool.mypy] in pyproject.toml; 0 errors, every ignore says why);
+# code_size: no function in src/ over 60 lines, no module over 450 (it names the offenders).
 lint: system-lint venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m tests.support.import_contract
 	$(BIN)/mypy
+	$(BIN)/python -m tests.support.code_size
 	$(BIN)/python -m tests.support.no_patching
 	NODE_PATH=/usr/share/nodejs eslint --max-warnings 0 -f unix src/ipamd/console/js
 

@@ -64,3 +64,9 @@ def test_main_prints_the_offenders_and_fails(
     assert "ipamd/long.py:1: function f is 70 lines" in capsys.readouterr().out
     (package / "long.py").write_text(_function("f", 10))
     assert code_size.main([str(package)]) == 0
+
+
+def test_the_real_tree_keeps_the_limits() -> None:
+    source = Path(__file__).resolve().parents[2] / "src" / "ipamd"
+    found = code_size.check(source)
+    assert found == [], "\n".join(map(str, found))

@@ -89,7 +89,7 @@ OVERLAP_MAX = 1
 # server past its ceiling, whose batches merely grow slow, is not mistaken for a stalled one.
 STALL_SECONDS = 0.1
 # After a unique index refused a grant (another node got there first), batches are written
-# careful (leasestore._main) for this long: while nodes race for addresses, a trusting
+# careful (leasestore4._main) for this long: while nodes race for addresses, a trusting
 # statement would fail and run twice.
 CAREFUL_SECONDS = 10.0
 # Worth one more try: another transaction (another node) crossed ours.

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from ipamd.db.bridge import Database
-from ipamd.dhcp import leasestore
+from ipamd.dhcp import leasestore, leasestore4, leasetable
 from ipamd.dhcp.leasestats import PLANNED_COLUMNS, LeaseStats, analyze, table_rows
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.sessions import open_commit_db
@@ -49,13 +49,13 @@ async def _fill(db: Database, subnet: uuid.UUID, count: int) -> None:
 
 def _shapes() -> list[str]:
     """Every statement the committer can send, and the expiry sweep's."""
-    shapes = [leasestore._SUPERSEDE, leasestore._BLOCKERS, leasestore._EXPIRE]
+    shapes = [leasestore4._SUPERSEDE, leasestore4._BLOCKERS, leasetable._EXPIRE]
     for mask in range(1, 8):
         present = tuple(bool(mask & (1 << k)) for k in range(3))
         for careful in (True, False) if present[2] else (True,):  # inserts trusting or not
-            shapes.append(leasestore._main_sql(present, careful=careful))  # type: ignore[arg-type]
+            shapes.append(leasestore4._main_sql(present, careful=careful))  # type: ignore[arg-type]
             if sum(present) == 1:  # a lone op: its part's values, not arrays
-                shapes.append(leasestore._main_sql(present, True, careful))  # type: ignore[arg-type]
+                shapes.append(leasestore4._main_sql(present, True, careful))  # type: ignore[arg-type]
     return shapes
 
 
@@ -192,8 +192,8 @@ async def test_a_warmed_session_has_planned_the_storm_shapes_and_written_nothing
     finally:
         await sessions.close()
     planned = {row["statement"]: row["generic_plans"] for row in plans}
-    for present in leasestore.WARM_SHAPES:
-        assert planned[leasestore._main_sql(present, careful=False)] == 1
+    for present in leasestore4.WARM_SHAPES:
+        assert planned[leasestore4._main_sql(present, careful=False)] == 1
     assert (leases, journal) == (0, 0)
     # And a warmed session's first batch goes in as any other.
     grants = [Op(OpKind.INSERT, subnet, BASE + n, _key(n), 3600) for n in range(3)]

@@ -14,7 +14,7 @@ import trio
 from ipamd.core import lease_events
 from ipamd.core.errors import Conflict
 from ipamd.db.bridge import Database
-from ipamd.dhcp import leasestore
+from ipamd.dhcp import leasestore, leasestore4
 from ipamd.dhcp.leasestore import Op, OpKind, expire_batch
 from ipamd.ipam import subnets
 from tests.integration.dhcp.harness import seed_subnet
@@ -191,7 +191,7 @@ async def test_release_and_decline(db: Database, subnet: uuid.UUID) -> None:
 
 
 async def test_a_lone_change_of_each_kind(db: Database, subnet: uuid.UUID) -> None:
-    """One op alone is sent as values, not arrays (leasestore._rows_sql): same outcomes."""
+    """One op alone is sent as values, not arrays (leasestore4._rows_sql): same outcomes."""
     (grant,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.14", b"lone", 600,
                                      hostname="pc", giaddr=ip("127.77.0.1")))
     (renew,) = await _commit(db, _op(OpKind.ACK, subnet, "127.77.1.14", b"lone", 900))
@@ -267,7 +267,7 @@ async def test_a_renewal_rewrites_no_index_entry(db: Database, subnet: uuid.UUID
             renewals = [_op(OpKind.ACK, subnet, f"127.77.1.{20 + n}", b"h%d" % n, 900,
                             hostname=f"pc{n}-renamed", giaddr=ip("127.77.0.9"))
                         for n in range(5)]
-            await leasestore._main(conn, renewals, trusting=False)
+            await leasestore4._main(conn, renewals, trusting=False)
             assert all(op.ok and op.event == "renewed" for op in renewals)
             return await conn.fetchrow(
                 "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
