@@ -36,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support import postgres
+from tests.support.bind import free_port
+
 from bench.appliance import (
     DHCP_NET,
     RELAY_IP,
@@ -48,8 +51,6 @@ from bench.appliance import (
     wait_dhcp,
 )
 from bench.machine import MachineMeter
-from tests.support import postgres
-from tests.support.bind import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

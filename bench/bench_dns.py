@@ -53,6 +53,10 @@ import dns.message
 import dns.query
 import dns.rcode
 import dns.zone
+from tests.support import postgres
+from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port
+from tests.support.pdns import PDNS, SCHEMA, PowerDns
+
 from bench.appliance import (
     DHCP_NET,
     RELAY_IP,
@@ -65,10 +69,6 @@ from bench.appliance import (
     tree_cpu_seconds,
     wait_dhcp,
 )
-from tests.support import postgres
-from tests.support.bind import DIG, KEY_NAME, NAMED, Bind, free_port
-from tests.support.pdns import PDNS, SCHEMA, PowerDns
-
 from ipamd.config import parse as parse_config
 from ipamd.core.lease_events import JOURNAL_CHANNEL, event_ctes
 
