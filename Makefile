@@ -113,6 +113,7 @@ test: system-test venv compiled
 # (NodeSource's) does not search; -f unix: the default formatter needs chalk, not a dependency.
 # mypy: strict over all of src/ ([tool.mypy] in pyproject.toml; 0 errors, every ignore says why);
 # code_size: no function in src/ over 60 lines, no module over 450 (it names the offenders).
+# no_patching: nothing in src/ assigns to another package's module or class attributes.
 lint: system-lint venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m tests.support.import_contract
