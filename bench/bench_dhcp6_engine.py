@@ -16,6 +16,9 @@ compiled form exists). Phases, µs of CPU per message:
            ``_committed`` for the batch as if it committed) on a socket that keeps what is
            sent: per SARR, not per message
 
+``--held N`` puts N live bindings of other clients in the server's cache first (a server that
+has been serving: the binding cache's upkeep grows with it).
+
 ``--commit`` measures the other side: ``leasestore.commit6`` (the committer's own code) on a
 private durable PostgreSQL, batches of --batch grants (one IA_NA each), then renewals of
 them: the PostgreSQL backend's CPU per binding (from /proc), the Python side's CPU per
@@ -91,7 +94,7 @@ class _Socket:
         return len(data)
 
 
-def make_server() -> tuple[Any, Any]:
+def make_server(held: int = 0) -> tuple[Any, Any]:
     from ipamd.config import parse as parse_config
     from ipamd.core.lease_events import JournalPending
     from ipamd.dhcp6 import plan_loader
@@ -104,7 +107,25 @@ def make_server() -> tuple[Any, Any]:
                          plan_refresh_seconds=config.dhcp.plan_refresh_seconds)
     server.plans.current = plan_loader.VersionedPlan6(make_plan(), 1)
     server.server_duid = Duid(bytes.fromhex("0004") + bytes(range(16)))
+    _hold(server, held)
     return server, Endpoint(sock=_Socket(), host="::", port=547)  # type: ignore[arg-type]
+
+
+def _hold(server: Any, held: int) -> None:
+    """``held`` live bindings of other clients in the cache before the round (a server
+    that has been serving): addresses spread over the pool, as its probes spread them."""
+    import uuid
+    from ipaddress import IPv6Address
+
+    from ipamd.dhcp6.duid import Duid
+    from ipamd.dhcp6.plan import Binding, IaType
+
+    low, high = int(IPv6Address(POOL[0])), int(IPv6Address(POOL[1]))
+    expires = time.time() + 86_400
+    for n in range(held):
+        address = IPv6Address(low + n * 2_654_435_761 % (high - low + 1))
+        server.cache.put(uuid.UUID(int=(1 << 100) + n), Binding(
+            IaType.NA, Duid(_duid(10_000_000 + n)), 1, address, 128, "active", expires))
 
 
 def _committed(ops: Any, lease_ids: Any) -> None:
@@ -114,14 +135,14 @@ def _committed(ops: Any, lease_ids: Any) -> None:
             "granted"
 
 
-def engine_round(clients: int) -> dict[str, float]:
+def engine_round(clients: int, held: int = 0) -> dict[str, float]:
     """µs of CPU per message in each phase, the server's own code called step by step."""
     import uuid
 
     from ipamd.dhcp6 import codec, relay
     from ipamd.dhcp6.plan import Binding
 
-    server, ep = make_server()
+    server, ep = make_server(held)
     sent, dest = ep.sock.sent, (LINK, 547)
     duid_raw = server.server_duid.raw
     lease_ids = (uuid.UUID(int=k) for k in range(1, 1 << 62))
@@ -178,11 +199,11 @@ def _address(relay_reply: bytes) -> str:
     return str(IPv6Address(relay_reply[at + 4 : at + 20]))
 
 
-def server_round(clients: int, batch: int = 64) -> float:
+def server_round(clients: int, held: int = 0, batch: int = 64) -> float:
     """µs of CPU per SARR through the server's own packet path around the engine."""
     import uuid
 
-    server, ep = make_server()
+    server, ep = make_server(held)
     sent, queue = ep.sock.sent, server.committer._queue
     source = (LINK, 547, 0, 0)
     lease_ids = (uuid.UUID(int=k) for k in range(1, 1 << 62))
@@ -216,33 +237,33 @@ def server_round(clients: int, batch: int = 64) -> float:
     return 1e6 * spent / clients
 
 
-def one_round(clients: int) -> dict[str, Any]:
+def one_round(clients: int, held: int) -> dict[str, Any]:
     from ipamd.dhcp import compiled
 
-    figures: dict[str, Any] = engine_round(clients)
-    figures["server"] = server_round(clients)
+    figures: dict[str, Any] = engine_round(clients, held)
+    figures["server"] = server_round(clients, held)
     figures["compiled"] = compiled.STATUS.startswith("compiled")
     return figures
 
 
-def run_child(pure: bool, clients: int) -> dict[str, float]:
+def run_child(pure: bool, clients: int, held: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}
     env.pop("IPAMD_PURE_PYTHON", None)
     if pure:
         env["IPAMD_PURE_PYTHON"] = "1"
-    done = subprocess.run([sys.executable, __file__, "--child", str(clients)], env=env,
+    done = subprocess.run([sys.executable, __file__, "--child", str(clients), "--held", str(held)], env=env,
                           capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode:
         raise SystemExit(f"the bench's child failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def packet_work(clients: int, rounds: int) -> None:
-    runs = [run_child(False, clients) for _ in range(rounds)]
+def packet_work(clients: int, rounds: int, held: int) -> None:
+    runs = [run_child(False, clients, held) for _ in range(rounds)]
     columns = (*PHASES, "server")
     medians = {k: statistics.median(r[k] for r in runs) for k in columns}
     print(f"DHCPv6 CPU per message (µs), median of {rounds} rounds of {clients:,} new clients "
-          f"(relayed SARR); server: per SARR, whole path")
+          f"(relayed SARR), {held:,} bindings held; server: per SARR, whole path")
     print("".join(f"{k:>10}" for k in (*columns, "sarr")))
     sarr = medians["solicit"] + medians["request"] + medians["reply"]
     print("".join(f"{medians[k]:10.1f}" for k in columns) + f"{sarr:10.1f}")
@@ -345,15 +366,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commit", action="store_true", help="leasestore.commit6's cost")
     parser.add_argument("--batch", type=int, default=64, help="bindings per commit (--commit)")
+    parser.add_argument("--held", type=int, default=0,
+                        help="live bindings of other clients in the cache before each round")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(one_round(args.child)))
+        print(json.dumps(one_round(args.child, args.held)))
         return 0
     if args.commit:
         commit_cost(args.batch, args.clients, args.rounds)
         return 0
-    packet_work(args.clients, args.rounds)
+    packet_work(args.clients, args.rounds, args.held)
     return 0
 
 
