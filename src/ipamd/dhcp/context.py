@@ -47,7 +47,8 @@ class Exchange:
 
     __slots__ = (
         "attempts", "born", "circuit_id", "classes", "client_key", "endpoint", "fqdn",
-        "hostname", "local_ip", "msg", "mtype", "op", "remote_id", "reservation", "sid_override",
+        "hostname", "lease_time", "local_ip", "msg", "mtype", "op", "remote_id", "reservation",
+        "sid_override",
         "src_ip", "src_port", "subnet",
     )
 
@@ -76,6 +77,9 @@ class Exchange:
         self.sid_override = 0
         self.op: Op | None = None
         self.attempts = 0
+        # The lease time granted when a client's option 51 moved it off the subnet's (0: the
+        # subnet's lease_time); the engine sets it, the reply's 51/58/59 follow it.
+        self.lease_time = 0
 
 
 @dataclass

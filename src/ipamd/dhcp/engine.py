@@ -37,6 +37,7 @@ from ipamd.dhcp.options import (
     DECLINE,
     DISCOVER,
     INFORM,
+    LEASE_TIME,
     NAK,
     OFFER,
     RELEASE,
@@ -76,6 +77,29 @@ def _requested(tx: Exchange) -> int | None:
         return tx.msg.requested_ip
     except MalformedPacket:  # a wrong length is ignored: as if no address was asked for
         return None
+
+
+def clamp_lease_time(asked: int, bounds: tuple[int, int]) -> int:
+    """A requested lease time inside the subnet's bounds as it is, outside raised or lowered
+    to the nearer bound (docs/api-ipam.md, "Lease time")."""
+    low, high = bounds
+    return low if asked < low else high if asked > high else asked
+
+
+def _ask_lease_time(tx: Exchange, subnet: Subnet) -> int:
+    """The lease time for this Discover or Request: RFC 2131 §4.3.1 lets the server honour
+    a client's option 51; it does within the subnet's bounds. Without bounds the option is
+    not even read (Kea's rule: the subnet's time), so the common case costs one test."""
+    bounds = subnet.lease_bounds
+    if bounds is None:
+        return subnet.lease_time
+    raw = tx.msg.options.get(LEASE_TIME)
+    if raw is None or len(raw) != 4:  # absent, or malformed: as if not asked
+        return subnet.lease_time
+    granted = clamp_lease_time(int.from_bytes(raw, "big"), bounds)
+    if granted != subnet.lease_time:
+        tx.lease_time = granted  # the reply's 51/58/59 follow it (reply.build)
+    return granted
 
 
 def _allowed(tx: Exchange, subnet: Subnet, ip: int) -> bool:
@@ -135,6 +159,7 @@ def _discover(tx: Exchange, env: Env) -> Decision:
     assert subnet is not None
     cache = env.cache
     _lapse_holds(env)
+    _ask_lease_time(tx, subnet)  # the Offer's 51/58/59
     lease = cache.client(subnet.id, tx.client_key)
     res = tx.reservation
     if (res is not None and (lease is None or lease.ip != res.ip)
@@ -160,10 +185,9 @@ def _discover(tx: Exchange, env: Env) -> Decision:
     return _offer(tx, env, ip)
 
 
-def _grant(tx: Exchange, env: Env, ip: int, superseding: bool) -> Op:
+def _grant(tx: Exchange, env: Env, ip: int, seconds: int, superseding: bool) -> Op:
     """The Ack of an address with no lease yet: insert it, the unique indexes judge."""
-    lease_time = tx.subnet.lease_time  # type: ignore[union-attr]  # subnet_select set it
-    return _claim(env, tx, _op(tx, OpKind.INSERT, ip, lease_time, supersede=superseding))
+    return _claim(env, tx, _op(tx, OpKind.INSERT, ip, seconds, supersede=superseding))
 
 
 def _request(tx: Exchange, env: Env) -> Decision:
@@ -171,6 +195,7 @@ def _request(tx: Exchange, env: Env) -> Decision:
     assert subnet is not None
     msg = tx.msg
     wanted = _requested(tx)
+    seconds = _ask_lease_time(tx, subnet)
     selecting = SERVER_ID in msg.options
     if selecting or (wanted is not None and not msg.ciaddr):
         if wanted is None:
@@ -187,7 +212,7 @@ def _request(tx: Exchange, env: Env) -> Decision:
     if lease is not None and lease.ip == ip:
         if not _allowed(tx, subnet, ip):
             return _reply(tx, env, NAK, message="address no longer available to this client")
-        tx.op = _op(tx, OpKind.ACK, ip, subnet.lease_time)
+        tx.op = _op(tx, OpKind.ACK, ip, seconds)
         return tx.op
     if selecting:
         hold = cache.holds.client(subnet.id, tx.client_key)
@@ -196,7 +221,7 @@ def _request(tx: Exchange, env: Env) -> Decision:
             if ip in env.pending_in(subnet.id):
                 return "client_busy"  # only this client may claim it: its grant is in flight
             if _allowed(tx, subnet, ip) and _free(env, tx, subnet, ip):
-                return _grant(tx, env, ip, superseding=lease is not None)
+                return _grant(tx, env, ip, seconds, superseding=lease is not None)
             cache.holds.drop(subnet.id, tx.client_key)
             return _reply(tx, env, NAK, message="requested address is not available")
     if lease is not None:
@@ -204,13 +229,13 @@ def _request(tx: Exchange, env: Env) -> Decision:
     if selecting:
         # Our Offer lapsed (or another node made it): grant the address if still free.
         if _allowed(tx, subnet, ip) and _free(env, tx, subnet, ip):
-            return _grant(tx, env, ip, superseding=False)
+            return _grant(tx, env, ip, seconds, superseding=False)
         return _reply(tx, env, NAK, message="requested address is not available")
     # INIT-REBOOT / RENEWING / REBINDING with no lease known here: the database decides
     # (another node may hold it); nothing found means never acknowledged -> NAK.
     if cache.at(subnet.id, ip) is not None:
         return _reply(tx, env, NAK, message="requested address belongs to another client")
-    tx.op = _op(tx, OpKind.ACK, ip, subnet.lease_time)
+    tx.op = _op(tx, OpKind.ACK, ip, seconds)
     return tx.op
 
 

@@ -19,17 +19,20 @@ from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
 
 COLUMNS = (
     "id, tenant_id, prefix_id, cidr, name, description, gateway, lease_time_seconds, "
-    "dhcp_enabled, next_server, boot_file, ntp_servers, ddns_adapter, ddns_zone, "
+    "min_lease_time_seconds, max_lease_time_seconds, dhcp_enabled, next_server, boot_file, "
+    "ntp_servers, ddns_adapter, ddns_zone, "
     "ddns_reverse_zone, ddns_ttl, ddns_server_id, created_at, updated_at"
 )
 UPDATABLE = (
     "prefix_id", "cidr", "name", "description", "gateway", "lease_time_seconds",
-    "dhcp_enabled", "next_server", "boot_file", "ntp_servers", "ddns_adapter", "ddns_zone",
+    "min_lease_time_seconds", "max_lease_time_seconds", "dhcp_enabled", "next_server",
+    "boot_file", "ntp_servers", "ddns_adapter", "ddns_zone",
     "ddns_reverse_zone", "ddns_ttl", "ddns_server_id",
 )
 DEFAULTS: dict[str, Any] = {
     "name": "", "description": "", "gateway": None, "lease_time_seconds": 86_400,
-    "dhcp_enabled": True, "next_server": None, "boot_file": None, "ntp_servers": [],
+    "min_lease_time_seconds": None, "max_lease_time_seconds": None, "dhcp_enabled": True,
+    "next_server": None, "boot_file": None, "ntp_servers": [],
     "ddns_adapter": "none", "ddns_zone": None, "ddns_reverse_zone": None, "ddns_ttl": None,
     "ddns_server_id": None,
 }
@@ -46,6 +49,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "description": row["description"],
         "gateway": None if gateway is None else str(gateway),
         "lease_time_seconds": row["lease_time_seconds"],
+        "min_lease_time_seconds": row["min_lease_time_seconds"],
+        "max_lease_time_seconds": row["max_lease_time_seconds"],
         "dhcp_enabled": row["dhcp_enabled"],
         "next_server": row["next_server"],
         "boot_file": row["boot_file"],
@@ -78,6 +83,10 @@ def _columns(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_V6_HINTS = ("the DHCPv6 server gives lease_time_seconds as the valid lifetime and does not "
+             "take a client's lifetime hints (RFC 8415 §18.2); the bounds are DHCPv4's "
+             "(option 51)")
+
 # What an IPv6 subnet refuses, and why (docs/api-ipam.md, "IPv6").
 V6_REFUSED = {
     "gateway": "an IPv6 subnet has no gateway: hosts learn their routers from Router "
@@ -86,6 +95,8 @@ V6_REFUSED = {
                    "boot file URL as option 59 (RFC 5970) on /subnets/{id}/options",
     "boot_file": "boot_file is the DHCPv4 PXE file field; an IPv6 subnet gives its boot file "
                  "URL as option 59 (RFC 5970) on /subnets/{id}/options",
+    "min_lease_time_seconds": _V6_HINTS,
+    "max_lease_time_seconds": _V6_HINTS,
 }
 
 
@@ -105,9 +116,23 @@ def _family_rules(s: dict[str, Any]) -> None:
                           f"address; the subnet {net} is IPv{net.version}")
 
 
+def _lease_bounds(s: dict[str, Any]) -> None:
+    """The bounds on a client's requested lease time hold the subnet's own lease time
+    (docs/api-ipam.md, "Lease time"): min <= lease_time_seconds <= max."""
+    lease = s["lease_time_seconds"]
+    low, high = s["min_lease_time_seconds"], s["max_lease_time_seconds"]
+    if low is not None and low > lease:
+        raise invalid("min_lease_time_seconds", f"{low} is above lease_time_seconds {lease}: "
+                      "the minimum may not exceed the subnet's lease time")
+    if high is not None and high < lease:
+        raise invalid("max_lease_time_seconds", f"{high} is below lease_time_seconds {lease}: "
+                      "the maximum may not be under the subnet's lease time")
+
+
 def field_rules(s: dict[str, Any]) -> None:
     """Rules about one subnet's own fields (422, naming the field)."""
     _family_rules(s)
+    _lease_bounds(s)
     if s["ddns_adapter"] != "none" and not s["ddns_zone"]:
         raise invalid("ddns_zone", f"required when ddns_adapter is {s['ddns_adapter']}")
     if s["ddns_adapter"] not in ("none", "embedded") and s["ddns_server_id"] is None:

@@ -37,6 +37,10 @@ class SubnetOut(BaseModel):
     description: str
     gateway: str | None = Field(description="the router (option 3)")
     lease_time_seconds: int
+    min_lease_time_seconds: int | None = Field(
+        description="a client's requested lease time (option 51) is raised to this")
+    max_lease_time_seconds: int | None = Field(
+        description="a client's requested lease time (option 51) is lowered to this")
     dhcp_enabled: bool
     next_server: str | None = Field(description="PXE next server (siaddr)")
     boot_file: str | None = Field(description="PXE boot file (the file field)")

@@ -29,6 +29,11 @@ from ipamd.ipam import nextfree, subnets, utilisation
 
 router = Router("subnets")
 
+# A client's requested lease time (option 51) is honoured within these (docs/api-ipam.md).
+MIN_LEASE = ("the shortest lease a client may ask for (option 51); null: lease_time_seconds. "
+             "IPv4 only")
+MAX_LEASE = ("the longest lease a client may ask for (option 51); null: lease_time_seconds. "
+             "IPv4 only")
 DdnsAdapter = Literal["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"]
 
 
@@ -39,6 +44,10 @@ class SubnetCreate(Body):
         default=None, description="the router (option 3); IPv4 only: IPv6 routers are "
         "announced by Router Advertisements")
     lease_time_seconds: int = Field(default=86_400, ge=1, le=2_147_483_647)
+    min_lease_time_seconds: int | None = Field(
+        default=None, ge=1, le=2_147_483_647, description=MIN_LEASE)
+    max_lease_time_seconds: int | None = Field(
+        default=None, ge=1, le=2_147_483_647, description=MAX_LEASE)
     dhcp_enabled: bool = Field(default=True, description="false: a VLAN without DHCP, no pools")
     name: Label = ""
     description: Description = ""
@@ -64,6 +73,8 @@ class SubnetPatch(Body):
     cidr: Cidr = patch("every child must still fit; the family cannot change")
     gateway: IP | None = patch()
     lease_time_seconds: int = patch(ge=1, le=2_147_483_647)
+    min_lease_time_seconds: int | None = patch(MIN_LEASE, ge=1, le=2_147_483_647)
+    max_lease_time_seconds: int | None = patch(MAX_LEASE, ge=1, le=2_147_483_647)
     dhcp_enabled: bool = patch("false only when the subnet has no pools")
     name: Label = patch()
     description: Description = patch()

@@ -8,6 +8,11 @@ const subnetFields = [
   { name: "description", label: "Description" },
   { name: "gateway", label: "Gateway", nullable: true, v4: true },
   { name: "lease_time_seconds", label: "Lease time (seconds)", type: "number" },
+  // A client's requested lease time (option 51) is honoured between these (docs/api-ipam.md).
+  { name: "min_lease_time_seconds", label: "Shortest lease a client may ask for (seconds)", type: "number",
+    nullable: true, v4: true },
+  { name: "max_lease_time_seconds", label: "Longest lease a client may ask for (seconds)", type: "number",
+    nullable: true, v4: true },
   { name: "dhcp_enabled", label: "DHCP enabled", type: "checkbox", default: true },
   { name: "next_server", label: "PXE next server", nullable: true, v4: true },
   { name: "boot_file", label: "PXE boot file", nullable: true, v4: true },
@@ -24,7 +29,7 @@ export const isV6 = (cidr) => String(cidr || "").includes(":");
 export const familyFields = (v6) => subnetFields.filter((f) => !(v6 && f.v4));
 export const V6_NOTE = "IPv6: no gateway — hosts learn their default routers from Router Advertisements "
   + "(RFC 4861); no PXE next server or boot file — give the boot file URL as DHCPv6 option 59 (RFC 5970) "
-  + "under Options.";
+  + "under Options; no bounds on a client's requested lease time — the valid lifetime is the lease time.";
 
 // The DDNS server as a picker and the zones with the known zones offered (a zone of an
 // external server need not be one of the appliance's: the field stays free text).
