@@ -29,7 +29,7 @@ from pathlib import Path
 HOT_PATH = (
     "accept", "classify", "codec", "context", "destination", "dispatch", "engine", "freepool",
     "identity", "leasecache", "message", "options", "outgoing", "packing", "plan",
-    "relay_agent", "relays", "reply", "subnet_select",
+    "relay_agent", "relays", "reply", "scopes", "subnet_select",
 )
 PACKAGE = "ipamd.dhcp"
 GROUP = "ipamd_dhcp_hot"  # mypyc's shared library for the group: <GROUP>__mypyc.<abi>.so

@@ -7,6 +7,7 @@ the database. Addresses are ints, as the codec gives them.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,14 +44,34 @@ _SERVER_OWNED = frozenset(
 )
 
 Range = tuple[int, int]  # inclusive
+# Class match kinds whose value is hex octets compared whole: option 82 sub-options 1, 2.
+RELAY_MATCHES = ("circuit_id", "remote_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """A client class's or a reservation's own options and PXE fields, encoded at plan
+    load: what it puts over the subnet's (dhcp/scopes.py lays them on)."""
+
+    kind: str  # "class" | "reservation"
+    id: uuid.UUID
+    name: str  # the class's name; the reservation's address
+    options: dict[int, bytes]
+    vendor_options: dict[bytes, dict[int, bytes]]  # by option 60 prefix (code 43)
+    next_server: str | None
+    boot_file: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class ClientClass:
     id: uuid.UUID
     name: str
-    match: str  # vendor_class | user_class | mac_prefix
-    value: bytes  # vendor/user class as bytes; mac prefix as lowercase hex digits
+    match: str  # vendor_class | user_class | mac_prefix | arch | circuit_id | remote_id
+    # vendor/user class as bytes; mac prefix as lowercase hex digits; arch as 2 octets
+    # (RFC 4578 §2.1); circuit/remote id as the sub-option's octets
+    value: bytes
+    priority: int = 100  # the lowest number's option wins among matching classes
+    layer: Layer | None = None  # None: the class only gates pools
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +82,7 @@ class Reservation:
     client_id: bytes | None  # option 61, raw
     duid: str | None  # lowercase hex, no separators
     hostname: str | None
+    layer: Layer | None = None  # its own options, over its classes' and the subnet's
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +181,12 @@ class Plan:
     version: int
     # (mask, {network: subnet}) from the longest prefix to the shortest.
     _lookup: tuple[tuple[int, dict[int, Subnet]], ...] = ()
+    # The classes that carry options, highest precedence last (dhcp/scopes.py).
+    layered: tuple[ClientClass, ...] = ()
+    # Subnets with class and reservation options laid on, per (subnet, classes with
+    # options, reservation): made once per plan at first use (dhcp/scopes.py).
+    scoped: dict[tuple[uuid.UUID, frozenset[uuid.UUID], uuid.UUID | None], Subnet] = field(
+        default_factory=dict)
 
     def subnet_for(self, ip: int) -> Subnet | None:
         for mask, table in self._lookup:
@@ -189,12 +217,55 @@ def subtract(ranges: Iterable[Range], holes: Iterable[Range]) -> tuple[Range, ..
     return tuple(out)
 
 
-def _class(row: Mapping[str, Any]) -> ClientClass:
-    if row["match"] == "mac_prefix":
-        raw = (identifiers.bare_hex(row["value"]) or "").encode()
-    else:
-        raw = str(row["value"]).encode()
-    return ClientClass(row["id"], row["name"], row["match"], raw)
+def _match_value(match: str, value: str) -> bytes:
+    if match == "mac_prefix":
+        return (identifiers.bare_hex(value) or "").encode()
+    if match == "arch":
+        return int(value).to_bytes(2, "big")
+    if match in RELAY_MATCHES:
+        return bytes.fromhex(identifiers.bare_hex(value) or "")
+    return value.encode()
+
+
+def _class(row: Mapping[str, Any], stored: Sequence[Mapping[str, Any]]) -> ClientClass:
+    layer = _layer("class", row, row["name"], stored)
+    return ClientClass(row["id"], row["name"], row["match"],
+                       _match_value(row["match"], str(row["value"])), row.get("priority", 100),
+                       layer)
+
+
+def _layer(kind: str, row: Mapping[str, Any], name: str,
+           stored: Sequence[Mapping[str, Any]]) -> Layer | None:
+    """The class's or reservation's own options and PXE fields; None when it has none."""
+    generic, vendor = encode_options(f"{kind} {row['id']}", stored)
+    next_server, boot_file = row.get("next_server") or None, row.get("boot_file") or None
+    if not (generic or vendor or next_server or boot_file):
+        return None
+    return Layer(kind, row["id"], name, generic, vendor, next_server, boot_file)
+
+
+def encode_options(
+    owner: str, stored: Iterable[Mapping[str, Any]], skip: frozenset[int] = _SERVER_OWNED,
+) -> tuple[dict[int, bytes], dict[bytes, dict[int, bytes]]]:
+    """Stored option rows as wire values: (for every client, by vendor class prefix)."""
+    generic: dict[int, bytes] = {}
+    vendor: dict[bytes, dict[int, bytes]] = {}
+    for row in stored:
+        code = row["code"]
+        if code in skip:
+            continue
+        try:
+            value = wire(code, row["payload"])  # the API stored it normalised
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            log.warning("%s option %s skipped: %s", owner, code, error)
+            continue
+        if not value or len(value) > 255:
+            continue
+        if row["vendor_class"]:
+            vendor.setdefault(row["vendor_class"].encode(), {})[code] = value
+        else:
+            generic[code] = value
+    return generic, vendor
 
 
 def _options(subnet: Subnet, stored: Sequence[Mapping[str, Any]], ntp: Sequence[int]) -> None:
@@ -203,22 +274,10 @@ def _options(subnet: Subnet, stored: Sequence[Mapping[str, Any]], ntp: Sequence[
         generic[ROUTER] = subnet.gateway.to_bytes(4, "big")
     if ntp:
         generic[NTP] = b"".join(a.to_bytes(4, "big") for a in ntp)
-    vendor: dict[bytes, dict[int, bytes]] = {}
-    for row in stored:
-        code = row["code"]
-        if code in _SERVER_OWNED or (code == ROUTER and subnet.gateway is not None):
-            continue  # the subnet's fields own these (mask and router)
-        try:
-            value = wire(code, row["payload"])  # the API stored it normalised
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            log.warning("subnet %s option %s skipped: %s", subnet.id, code, error)
-            continue
-        if not value or len(value) > 255:
-            continue
-        if row["vendor_class"]:
-            vendor.setdefault(row["vendor_class"].encode(), {})[code] = value
-        else:
-            generic[code] = value  # a stored 42 replaces the subnet's NTP field
+    # The subnet's fields own mask and router.
+    skip = _SERVER_OWNED | {ROUTER} if subnet.gateway is not None else _SERVER_OWNED
+    own, vendor = encode_options(f"subnet {subnet.id}", stored, skip)
+    generic.update(own)  # a stored 42 replaces the subnet's NTP field
     if subnet.prefixlen < 31 and BROADCAST_ADDRESS not in generic:
         generic[BROADCAST_ADDRESS] = subnet.broadcast.to_bytes(4, "big")
     subnet.options = generic
@@ -256,6 +315,7 @@ def build(rows: Mapping[str, Any]) -> Plan:
     pools, excludes = _group(rows["pools"]), _group(rows["excludes"])
     reservations, assignments = _group(rows["reservations"]), _group(rows["assignments"])
     stored = _group(rows["options"])
+    by_reservation = _owned(rows.get("reservation_options", ()), "reservation_id")
     subnets: dict[uuid.UUID, Subnet] = {}
     for row in rows["subnets"]:
         subnet = _subnet(row)
@@ -263,13 +323,16 @@ def build(rows: Mapping[str, Any]) -> Plan:
                                        for e in excludes.get(subnet.id, ())))
         built = _pools(subnet, pools.get(subnet.id, ()))
         subnet.pools = tuple(built) if subnet.dhcp_enabled else ()
-        _reservations(subnet, reservations.get(subnet.id, ()), assignments.get(subnet.id, ()))
+        _reservations(subnet, reservations.get(subnet.id, ()), assignments.get(subnet.id, ()),
+                      by_reservation)
         subnet.lease_options = lease_options(subnet.lease_time)
         _options(subnet, stored.get(subnet.id, ()), row["ntp_servers"] or ())
         subnets[subnet.id] = subnet
+    classes = _classes(rows["classes"], rows.get("class_options", ()))
     return Plan(
         subnets=subnets,
-        classes=tuple(_class(c) for c in rows["classes"]),
+        classes=classes,
+        layered=tuple(c for c in reversed(classes) if c.layer is not None),
         trusted_relays=tuple(rows.get("trusted_relays") or ()),
         version=rows.get("version", 0),
         _lookup=_lookup_table(subnets.values()),
@@ -310,15 +373,35 @@ def _pools(subnet: Subnet, rows: Iterable[Mapping[str, Any]]) -> list[Pool]:
     return built
 
 
+def _owned(rows: Iterable[Mapping[str, Any]],
+           column: str) -> dict[uuid.UUID, list[Mapping[str, Any]]]:
+    grouped: dict[uuid.UUID, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row[column], []).append(row)
+    return grouped
+
+
+def _classes(rows: Iterable[Mapping[str, Any]],
+             options: Iterable[Mapping[str, Any]]) -> tuple[ClientClass, ...]:
+    """The classes in the order their options win: lowest priority number first, then
+    the older class (docs/api-ipam.md, "Option scopes")."""
+    by_class = _owned(options, "class_id")
+    built = [_class(row, by_class.get(row["id"], ())) for row in rows]
+    return tuple(sorted(built, key=lambda c: (c.priority, c.id)))
+
+
 def _reservations(subnet: Subnet, rows: Iterable[Mapping[str, Any]],
-                  assignments: Iterable[Mapping[str, Any]]) -> None:
+                  assignments: Iterable[Mapping[str, Any]],
+                  options: Mapping[uuid.UUID, Sequence[Mapping[str, Any]]]) -> None:
     """The subnet's reservations by ip, MAC, client id and DUID; with its assignments,
     the addresses no pool may grant."""
     blocked = {a["ip"] for a in assignments}
     for r in rows:
         mac = bytes.fromhex(identifiers.bare_hex(r["mac"]) or "") if r["mac"] else None
+        layer = _layer("reservation", r, str(ipaddress.IPv4Address(r["ip"])),
+                       options.get(r["id"], ()))
         res = Reservation(r["id"], r["ip"], mac if mac and len(mac) == 6 else None,
-                          r["client_id"], identifiers.bare_hex(r["duid"]), r["hostname"])
+                          r["client_id"], identifiers.bare_hex(r["duid"]), r["hostname"], layer)
         blocked.add(res.ip)
         subnet.by_ip[res.ip] = res
         if res.mac:

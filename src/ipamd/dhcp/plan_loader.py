@@ -13,6 +13,7 @@ one crossing) and ``build`` (rows to a plan with a ``version``) the DHCPv6 serve
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -50,7 +51,23 @@ _ASSIGNMENTS = f"SELECT subnet_id, ip - {_ZERO} AS ip FROM assignments WHERE fam
 # IPv6 subnets' options are DHCPv6 codes (core/option6_shapes.py): never a DHCPv4 option.
 _OPTIONS = """SELECT subnet_id, code, payload, vendor_class FROM dhcp_options
               WHERE subnet_id IN (SELECT id FROM subnets WHERE family(cidr) = 4) ORDER BY id"""
-_CLASSES = "SELECT id, name, match, value FROM client_classes ORDER BY id"
+_CLASSES = """SELECT id, name, match, value, priority, next_server, boot_file
+               FROM client_classes ORDER BY id"""
+# Options of the other scopes (docs/api-ipam.md, "Option scopes"): DHCPv4 codes only.
+_CLASS_OPTIONS = """SELECT class_id, code, payload, vendor_class FROM dhcp_options
+                    WHERE class_id IS NOT NULL ORDER BY id"""
+_RESERVATION_OPTIONS = """
+SELECT o.reservation_id, r.subnet_id, o.code, o.payload, o.vendor_class
+FROM dhcp_options o JOIN reservations r ON r.id = o.reservation_id
+WHERE family(r.ip) = 4 ORDER BY o.id"""
+# The rows of one subnet (GET /subnets/{id}/effective-options): the queries above, narrowed.
+_ONE_SUBNET = {"subnets": "id", "pools": "subnet_id", "excludes": "subnet_id",
+               "reservations": "subnet_id", "assignments": "subnet_id", "options": "subnet_id",
+               "reservation_options": "subnet_id"}
+_QUERIES = (("subnets", _SUBNETS), ("pools", _POOLS), ("excludes", _EXCLUDES),
+            ("reservations", _RESERVATIONS), ("assignments", _ASSIGNMENTS),
+            ("options", _OPTIONS), ("classes", _CLASSES), ("class_options", _CLASS_OPTIONS),
+            ("reservation_options", _RESERVATION_OPTIONS))
 
 
 async def version(conn: asyncpg.Connection) -> int:
@@ -62,12 +79,26 @@ async def load_rows(conn: asyncpg.Connection) -> dict[str, Any]:
     """Every row the plan is built from, in one repeatable-read snapshot."""
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         rows: dict[str, Any] = {"version": await version(conn)}
-        for name, sql in (("subnets", _SUBNETS), ("pools", _POOLS), ("excludes", _EXCLUDES),
-                          ("reservations", _RESERVATIONS), ("assignments", _ASSIGNMENTS),
-                          ("options", _OPTIONS), ("classes", _CLASSES)):
+        for name, sql in _QUERIES:
             rows[name] = [dict(r) for r in await conn.fetch(sql)]
         relays = await conn.fetchval("SELECT value FROM settings WHERE key = $1", TRUSTED_RELAYS)
         rows["trusted_relays"] = [str(r) for r in relays] if isinstance(relays, list) else []
+    return rows
+
+
+async def load_subnet_rows(conn: asyncpg.Connection, subnet_id: uuid.UUID) -> dict[str, Any]:
+    """What ``load_rows`` reads, for one subnet (and every class): the plan the server
+    would build, small enough to build for one question."""
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        rows: dict[str, Any] = {"version": await version(conn), "trusted_relays": []}
+        for name, sql in _QUERIES:
+            column = _ONE_SUBNET.get(name)
+            if column is None:
+                found = await conn.fetch(sql)
+            else:
+                found = await conn.fetch(f"SELECT * FROM ({sql}) q WHERE q.{column} = $1",
+                                         subnet_id)
+            rows[name] = [dict(r) for r in found]
     return rows
 
 

@@ -39,6 +39,7 @@ from ipamd.dhcp.options import (
     encode_client_fqdn,
 )
 from ipamd.dhcp.plan import Subnet, lease_options, performs_dns_updates
+from ipamd.dhcp.scopes import scoped
 
 _ALWAYS = frozenset({SUBNET_MASK, ROUTER})
 _MEMO_MAX = 256
@@ -119,6 +120,8 @@ def build(tx: Exchange, env: Env, mtype: int, yiaddr: int = 0, message: str | No
         return reply.to_bytes()
     subnet = tx.subnet
     assert subnet is not None
+    if tx.reservation is not None or tx.classes:
+        subnet = scoped(env.plan, subnet, tx.classes, tx.reservation)  # reservation > class
     ropts = msg.options
     prl = ropts.get(PRL, b"")
     vendor = ropts.get(VENDOR_CLASS)
@@ -129,7 +132,7 @@ def build(tx: Exchange, env: Env, mtype: int, yiaddr: int = 0, message: str | No
     # Most replies differ from the subnet's previous one only in their header, 61 and 82:
     # those are put around the subnet's options encoded once (~5 µs less a reply).
     if hostname is None and FQDN not in ropts and not tx.lease_time:
-        wire = _from_template(tx, mtype, inform, sid, prl, vendor, yiaddr)
+        wire = _from_template(tx, subnet, mtype, inform, sid, prl, vendor, yiaddr)
         if wire is not None:
             return wire
     reply = DhcpMessage.reply_to(msg, mtype, yiaddr=yiaddr, server_id=sid or None)
@@ -163,12 +166,10 @@ def _subnet_part(reply: DhcpMessage, subnet: Subnet, prl: bytes, vendor: bytes |
             opts[BOOTFILE] = raw
 
 
-def _template(tx: Exchange, mtype: int, inform: bool, sid: int, prl: bytes,
+def _template(tx: Exchange, subnet: Subnet, mtype: int, inform: bool, sid: int, prl: bytes,
               vendor: bytes | None) -> _Template | None:
     """The subnet's encoded options for replies like this one, memoised on the subnet;
     None when they cannot be shared (a stored 61 or 82, a value needing RFC 3396)."""
-    subnet = tx.subnet
-    assert subnet is not None
     if not subnet.vendor_options:
         vendor = None
     key = (mtype, inform, sid, prl, vendor)
@@ -188,14 +189,14 @@ def _template(tx: Exchange, mtype: int, inform: bool, sid: int, prl: bytes,
     return made
 
 
-def _from_template(tx: Exchange, mtype: int, inform: bool, sid: int, prl: bytes,
-                   vendor: bytes | None, yiaddr: int) -> bytes | None:
+def _from_template(tx: Exchange, subnet: Subnet, mtype: int, inform: bool, sid: int,
+                   prl: bytes, vendor: bytes | None, yiaddr: int) -> bytes | None:
     """The reply from the subnet's template, byte for byte what the general path builds;
     None when this one needs that path."""
     msg = tx.msg
     if CLIENT_ID in prl and CLIENT_ID in msg.options:
         return None  # 61 sent in PRL order: the general path places it
-    t = _template(tx, mtype, inform, sid, prl, vendor)
+    t = _template(tx, subnet, mtype, inform, sid, prl, vendor)
     if t is None:
         return None
     return answer_bytes(msg, mtype, yiaddr, t.siaddr, t.sname, t.file, t.head, t.rest)
