@@ -276,7 +276,7 @@ async def _measure(dsn: str, args: argparse.Namespace, tls: dict[str, Any]) -> d
                 expected += args.burst
             stats = await _stats(tls["port"], tls["client"])
             signed_ok = stats["signature_failures"] == 0
-            counters = dict(running.state.counters.get("outbox", {}))
+            counters = dict(running.state.counters.outbox.outcomes)
             durations = _summary(await db.run(_durations))
             alone = await _client_alone(args, tls) if args.client_requests else None
             return {

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from pydantic import JsonValue
 
 from ipamd.config import Config
+from ipamd.core.histogram import ApiLatency, Histogram
 from ipamd.core.lease_events import JournalPending
 from ipamd.core.rendered import RenderedRows
 from ipamd.db.bridge import Database
@@ -20,7 +21,7 @@ from ipamd.messages import Report, Request
 class DhcpControl(Protocol):
     """What the rest of the appliance may ask of this node's running DHCP server.
 
-    The server registers itself as ``AppState.dhcp`` once it listens (None otherwise): the
+    The runtime registers it as ``AppState.dhcp`` once it listens (None otherwise): the
     API reloads its plan after a settings change and tells it of leases it force-released,
     the expiry worker of leases it ended.
     """
@@ -59,6 +60,56 @@ class DhcpControl(Protocol):
         ...
 
 
+class ServerCounters(Protocol):
+    """A DHCP server's counters as /metrics reads them (dhcp/counters.py, dhcp6/counters.py)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Packets received/sent/dropped and lease events so far, as plain JSON values."""
+        ...
+
+
+class CommitCounters(ServerCounters, Protocol):
+    """The DHCPv4 server's, with its group commits' histograms."""
+
+    batch_sizes: Histogram
+    commit_latency: Histogram
+
+
+def _outcomes() -> dict[str, int]:
+    return {"claimed": 0, "delivered": 0, "retrying": 0, "failed": 0, "stale": 0}
+
+
+@dataclass
+class OutboxCounters:
+    """This process's deliveries (outbox/scheduler.py): outcomes by name, latency by kind."""
+
+    outcomes: dict[str, int] = field(default_factory=_outcomes)
+    latency: dict[str, Histogram] = field(default_factory=dict)
+
+
+@dataclass
+class DnsCounters:
+    """The embedded DNS server's (dns/embedded.py)."""
+
+    queries: int = 0
+    formerr: int = 0
+    transfers: int = 0
+    notifies: int = 0
+    reloads: int = 0
+
+
+@dataclass
+class Counters:
+    """This process's in-memory counters, one typed field per subsystem, read by /metrics.
+    A DHCP server's are its own, registered by the runtime once it serves (None before)."""
+
+    dhcp: CommitCounters | None = None
+    dhcp6: ServerCounters | None = None
+    outbox: OutboxCounters = field(default_factory=OutboxCounters)
+    dns: DnsCounters = field(default_factory=DnsCounters)
+    api_latency: ApiLatency = field(default_factory=ApiLatency)
+
+
 class MainProcess(Protocol):
     """In an API worker process (runtime.api_in_main_process): the way to the appliance's
     main process, which owns what the workers share (the node's rate limits with several
@@ -80,8 +131,8 @@ class AppState:
     started_at: float = field(default_factory=time.time)
     # Set once any token has been minted: the bootstrap window never reopens.
     tokens_exist: bool = False
-    # Per-subsystem in-memory counters (dhcp, outbox, ...), read by the metrics endpoint.
-    counters: dict[str, Any] = field(default_factory=dict)
+    # Per-subsystem in-memory counters, read by the metrics endpoint.
+    counters: Counters = field(default_factory=Counters)
     # This node's running DHCP server, while it runs (a typed handle, not a service lookup).
     dhcp: DhcpControl | None = None
     # This node's running DHCPv6 server, while it runs (dhcp6/server.py).

@@ -240,5 +240,5 @@ async def test_relay_not_in_trusted_relays_gets_nothing(
     assert "bound" not in client.recorder.names()
     assert await leases_of(admin, dhcp_lab.client_mac(dhcp_net)) == []
     # The Discovers did reach the server and were refused as untrusted, not lost.
-    drops = appliance.state.counters["dhcp"].drops
+    drops = appliance.state.counters.dhcp.drops
     assert drops["untrusted_relay"] >= 2, dict(drops)

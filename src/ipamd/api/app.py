@@ -240,7 +240,7 @@ def create_app(
     app.config["JSON_SORT_KEYS"] = False
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     limiter = limits if limits is not None else LocalLimits()
-    latency: ApiLatency = state.counters.setdefault("api_latency", ApiLatency())
+    latency = state.counters.api_latency
     _install_request_hooks(app, state, latency)
     _install_error_handlers(app, state)
     _install_routes(app, state, limiter, tokens_seen)

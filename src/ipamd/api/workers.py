@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from pydantic import JsonValue
 
 from ipamd.api.ratelimit import SlidingWindow
+from ipamd.core.histogram import ApiLatency
 from ipamd.messages import (
     DhcpCounters,
     DhcpFigures,
@@ -186,13 +187,11 @@ class Answers:
         """The node's metrics: the caller's request latency as it sent it, the other
         workers' as of their last report (each second)."""
         state = self.state
-        latency = metrics.ApiLatency()
-        own = state.counters.get("api_latency")
-        if isinstance(own, metrics.ApiLatency):
-            latency.add_report(own.report())
+        latency = ApiLatency()
+        metrics.add_latency_report(latency, metrics.latency_report(state.counters.api_latency))
         for name, report in state.children.items():
             if name != worker:
-                latency.add_report(report.api_latency)
-        latency.add_report(request.api_latency)
+                metrics.add_latency_report(latency, report.api_latency)
+        metrics.add_latency_report(latency, request.api_latency)
         data = await state.db.run(metrics.gather, state.config.ops.node_down_seconds)
         return metrics.render(state, data, latency).decode()

@@ -38,3 +38,18 @@ class Histogram:
             running += n
             out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
         return out
+
+
+class ApiLatency:
+    """API request latency by (method, route template, status class): a bounded label set.
+    ``ops.metrics`` reports it between processes and renders it."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str, str], Histogram] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        key = (method, route, f"{status // 100}xx")
+        found = self.by_key.get(key)
+        if found is None:
+            found = self.by_key[key] = Histogram()
+        found.observe(seconds)

@@ -1,8 +1,9 @@
 """The DHCPv4 server service: sockets in, engine decision, group commit, replies out.
 
-``run(state, task_status=...)`` is the service registered in runtime.services(); the
-running server is ``state.dhcp`` (a ``state.DhcpControl``: the lease API and the expiry
-worker tell it about leases they end) and its counters are ``state.counters["dhcp"]``.
+Built from what it needs (its ``[dhcp]`` configuration, the database, the lease journal's
+pending marks); the runtime runs it (runtime/dhcp_servers.py) and, once it serves,
+registers it as ``state.dhcp`` (a ``state.DhcpControl``: the lease API and the expiry
+worker tell it about leases they end) and its counters as ``state.counters.dhcp``.
 
 Per packet (``dispatch``, compiled with the hot path): parse → engine.decide (pure) → either
 a reply now, or an Op queued for the committer; after the batch commit, engine.finish builds
@@ -22,7 +23,9 @@ from typing import Any
 
 import trio
 
-from ipamd.config import ConfigError
+from ipamd.config import ConfigError, DhcpConfig
+from ipamd.core.lease_events import JournalPending
+from ipamd.db.bridge import Database
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import compiled, leasestore
 from ipamd.dhcp.committer import Committer
@@ -36,7 +39,6 @@ from ipamd.dhcp.plan import Plan
 from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp.relays import TrustedRelays
 from ipamd.dhcp.sockets import open_interface, open_listen, split_listen
-from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp.server")
 
@@ -51,29 +53,30 @@ _pause = trio.sleep
 
 
 class DhcpServer:
-    def __init__(self, state: AppState) -> None:
-        config = state.config.dhcp
-        self.state = state
+    def __init__(self, config: DhcpConfig, db: Database, journal: JournalPending, *,
+                 node_name: str) -> None:
+        self.db = db
+        self.journal = journal  # told of every batch's lease changes (the deriver's cue)
         self.config = config
         self.counters = DhcpCounters()
         self.cache = LeaseCache()
         self._db_log = Throttle(log)
-        self.plans: PlanHolder[Plan] = PlanHolder(state.db, config.plan_refresh_seconds)
+        self.plans: PlanHolder[Plan] = PlanHolder(db, config.plan_refresh_seconds)
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
         self.env = Env(
             config=config, plan=self.plans.current, cache=self.cache,
-            picker=AddressPicker(state.config.node_name),
+            picker=AddressPicker(node_name),
             trusted=TrustedRelays(config.trusted_relays), counters=self.counters,
             server_id=server_id,
         )
         stale_seconds = config.stale_wait_ms / 1000
         self.committer = Committer(
-            state.db, self._committed, batch_max=config.commit_batch_max,
+            db, self._committed, batch_max=config.commit_batch_max,
             window_seconds=config.commit_window_us / 1_000_000, workers=config.commit_workers,
             stale_seconds=stale_seconds, on_stale=self._stale,
         )
-        self.stats = LeaseStats(state.db)
+        self.stats = LeaseStats(db)
         self.endpoints: list[Endpoint] = []
         self._backlog_wake = trio.Event()
         self._replies_wake = trio.Event()
@@ -128,7 +131,7 @@ class DhcpServer:
         self._open_sockets()
         self._started = _monotonic()
         try:
-            for row in await self.state.db.run(leasestore.load_live):
+            for row in await self.db.run(leasestore.load_live):
                 self.cache.put(Lease(*row))
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.plans.run)
@@ -142,15 +145,11 @@ class DhcpServer:
                     nursery.start_soon(self._resync_loop)
                 self.counters.live = self.cache.counts
                 self.counters.commit_seconds = lambda: self.committer.busy_seconds
-                self.state.dhcp = self
-                self.state.counters["dhcp"] = self.counters
                 log.info("dhcp server on %s; %d live leases, %d subnets; %s",
                          ", ".join(f"{h}:{p}" for h, p in self.addresses), len(self.cache),
                          len(self.env.plan.subnets), compiled.STATUS)
                 task_status.started()
         finally:
-            if self.state.dhcp is self:
-                self.state.dhcp = None
             self._close_sockets()
 
     # ------------------------------------------------------------------ receive
@@ -184,7 +183,7 @@ class DhcpServer:
         counters.batch_sizes.observe(len(batch))
         counters.commit_latency.observe(self.committer.last_seconds)
         if ok:
-            self.state.lease_journal.written()
+            self.journal.written()
             self.stats.added(granted)
 
     def _wake_pacer(self) -> None:
@@ -241,7 +240,7 @@ class DhcpServer:
             await trio.sleep(self.config.lease_resync_seconds)
             self.cache.begin_resync()
             try:
-                rows = await self.state.db.run(leasestore.load_live)
+                rows = await self.db.run(leasestore.load_live)
             except DB_ERRORS as error:
                 self.cache.abort_resync()
                 log_failure(self._db_log, error, "lease resync failed: %s",
@@ -282,7 +281,3 @@ class DhcpServer:
             log.exception("dhcp: failed handling %r", msg)
         self._error_window = (start, count + 1)
 
-
-async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
-    """The service entry point (runtime.services)."""
-    await DhcpServer(state).run(task_status=task_status)

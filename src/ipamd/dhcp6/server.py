@@ -1,8 +1,8 @@
 """The DHCPv6 server service (RFC 8415, relay-served): UDP in, decision, group commit, UDP out.
 
-``run(state, task_status=...)`` is the service registered in ``runtime.services()`` beside
-the DHCPv4 server; the running server is ``state.dhcp6`` and its counters are
-``state.counters["dhcp6"]``.
+Built from what it needs (its ``[dhcp6]`` configuration, the database, the lease journal's
+pending marks); the runtime runs it beside the DHCPv4 server (runtime/dhcp_servers.py) and,
+once it serves, registers it as ``state.dhcp6`` and its counters as ``state.counters.dhcp6``.
 
 Per datagram: the source must be a trusted relay (``dhcp6.trusted_relays``; else dropped,
 ``untrusted_relay``) → ``codec.parse`` → ``relay.unwrap`` (hop limit, nesting) → the link
@@ -34,7 +34,9 @@ from typing import Any
 
 import trio
 
-from ipamd.config import ConfigError
+from ipamd.config import ConfigError, Dhcp6Config
+from ipamd.core.lease_events import JournalPending
+from ipamd.db.bridge import Database
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.committer import Committer
@@ -57,7 +59,6 @@ from ipamd.dhcp6.sockets import (
     open_listen,
     split_listen,
 )
-from ipamd.state import AppState
 
 log = logging.getLogger("ipamd.dhcp6.server")
 
@@ -84,21 +85,22 @@ class Pending:
 
 
 class Dhcp6Server:
-    def __init__(self, state: AppState) -> None:
-        config = state.config.dhcp6
-        self.state = state
+    def __init__(self, config: Dhcp6Config, db: Database, journal: JournalPending, *,
+                 plan_refresh_seconds: float) -> None:
+        self.db = db
+        self.journal = journal  # told of every batch's lease changes (the deriver's cue)
         self.config = config
         self.counters = Dhcp6Counters()
         self.cache = BindingCache()
         self.plans: PlanHolder[loader.VersionedPlan6] = PlanHolder(
-            state.db, state.config.dhcp.plan_refresh_seconds, load=loader.load_rows,
+            db, plan_refresh_seconds, load=loader.load_rows,
             build=loader.build, empty=loader.EMPTY)
         self.plans.on_change.append(self._plan_changed)
         self.trusted = [ipaddress.IPv6Network(item, strict=False)
                         for item in config.trusted_relays]
         self.server_duid: Duid | None = None
         self.committer: Committer[Pending] = Committer(
-            state.db, self._committed, batch_max=config.commit_batch_max,
+            db, self._committed, batch_max=config.commit_batch_max,
             window_seconds=config.commit_window_us / 1_000_000, workers=config.commit_workers,
             stale_seconds=config.stale_wait_ms / 1000, on_stale=self._stale,
             commit=leasestore.commit6, warm=leasestore.warm6)
@@ -148,8 +150,8 @@ class Dhcp6Server:
         self._started = time.monotonic()
         try:
             candidate = Duid.from_uuid(uuid.uuid4()).raw  # RFC 6355: no MAC or clock needed
-            self.server_duid = Duid(await self.state.db.run(leasestore.server_duid6, candidate))
-            self.cache.load(await self.state.db.run(leasestore.load_live6))
+            self.server_duid = Duid(await self.db.run(leasestore.server_duid6, candidate))
+            self.cache.load(await self.db.run(leasestore.load_live6))
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self.plans.run)
@@ -159,16 +161,12 @@ class Dhcp6Server:
                 if self.config.lease_resync_seconds:
                     nursery.start_soon(self._resync_loop)
                 self.counters.live = self.cache.counts
-                self.state.dhcp6 = self
-                self.state.counters["dhcp6"] = self.counters
                 log.info("dhcp6 server on %s; DUID %s; %d live bindings, %d links",
                          ", ".join(f"[{h}]:{p}" for h, p in self.addresses),
                          self.server_duid.describe(), len(self.cache),
                          len(self.plans.current.plan.links))
                 task_status.started()
         finally:
-            if self.state.dhcp6 is self:
-                self.state.dhcp6 = None
             self._close_sockets()
 
     # ------------------------------------------------------------------ receive
@@ -326,7 +324,7 @@ class Dhcp6Server:
             for _ in batch:
                 counters.drop("db_error")
             return
-        self.state.lease_journal.written()
+        self.journal.written()
         refused: list[Pending] = []
         for item in batch:
             self._remember(item)
@@ -364,7 +362,7 @@ class Dhcp6Server:
         duids = sorted({op.duid for item in refused for op in item.op.ops})
         ips = sorted({op.ip for item in refused for op in item.op.ops})
         try:
-            rows = await self.state.db.run(leasestore.load_some6, duids, ips)
+            rows = await self.db.run(leasestore.load_some6, duids, ips)
         except DB_ERRORS as error:
             log_failure(self._db_log, error, "dhcp6: bindings not read again: %s",
                         error.__class__.__name__)
@@ -391,7 +389,7 @@ class Dhcp6Server:
         while True:
             await trio.sleep(self.config.lease_resync_seconds)
             try:
-                rows = await self.state.db.run(leasestore.load_live6)
+                rows = await self.db.run(leasestore.load_live6)
             except DB_ERRORS as error:
                 log_failure(self._db_log, error, "dhcp6 binding resync failed: %s",
                             error.__class__.__name__)
@@ -434,7 +432,3 @@ class Dhcp6Server:
             log.exception("dhcp6: failed handling a datagram of %d octets", len(data))
         self._error_window = (start, count + 1)
 
-
-async def run(state: AppState, *, task_status: trio.TaskStatus[None]) -> None:
-    """The service entry point (runtime.services)."""
-    await Dhcp6Server(state).run(task_status=task_status)

@@ -80,8 +80,7 @@ class EmbeddedDns:
         self._wake = trio.Event()
         self._db_log = Throttle(log)
         self._tcp_slots = trio.CapacityLimiter(self.config.tcp_connections_max)
-        self.counters: dict[str, int] = state.counters.setdefault(
-            "dns", {"queries": 0, "formerr": 0, "transfers": 0, "notifies": 0, "reloads": 0})
+        self.counters = state.counters.dns
 
     # ---- zone data
 
@@ -91,7 +90,7 @@ class EmbeddedDns:
         changed = [z for origin, z in zones.items()
                    if origin not in self.zones or self.zones[origin].serial != z.serial]
         self.zones = zones
-        self.counters["reloads"] += 1
+        self.counters.reloads += 1
         if nursery is not None:
             for zone in changed:
                 for host, port in self.secondaries:
@@ -109,7 +108,7 @@ class EmbeddedDns:
                 reply = await dns.asyncquery.udp(msg, host, timeout=NOTIFY_TIMEOUT_SECONDS,
                                                  port=port)
                 if reply.opcode() == dns.opcode.NOTIFY:
-                    self.counters["notifies"] += 1
+                    self.counters.notifies += 1
                     return
             except (dns.exception.DNSException, OSError, ValueError):
                 continue
@@ -146,7 +145,7 @@ class EmbeddedDns:
                         break
                     except OSError:
                         continue  # e.g. ICMP errors surfacing on the socket
-                    self.counters["queries"] += 1
+                    self.counters.queries += 1
                     reply = self.answers.answer(self.zones, wire)
                     if reply is not None:
                         await self._send(sock, reply, peer)
@@ -205,15 +204,15 @@ class EmbeddedDns:
 
     def _tcp_replies(self, wire: bytes, peer: ipaddress.IPv4Address | ipaddress.IPv6Address
                      ) -> list[bytes]:
-        self.counters["queries"] += 1
+        self.counters.queries += 1
         query = zonedata.parse(wire)
         if query is None:
             return []
         if isinstance(query, bytes):
-            self.counters["formerr"] += 1
+            self.counters.formerr += 1
             return [query]
         if query.question[0].rdtype in (dns.rdatatype.AXFR, dns.rdatatype.IXFR):
-            self.counters["transfers"] += 1
+            self.counters.transfers += 1
             return zonedata.transfer(self.zones, query, peer in self.allowed)
         return [zonedata.respond(self.zones, query).to_wire(max_size=TCP_MESSAGE_MAX)]
 

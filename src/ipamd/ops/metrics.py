@@ -21,7 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ipamd.core.histogram import SECONDS_BUCKETS, Histogram
+from ipamd.core.histogram import SECONDS_BUCKETS, ApiLatency, Histogram
 from ipamd.messages import HistogramData, LatencyData
 from ipamd.ops import figures, nodes
 from ipamd.state import AppState
@@ -32,31 +32,19 @@ POOL_SERIES_MAX = 50
 MESSAGE_TYPES = ("discover", "offer", "request", "decline", "ack", "nak", "release", "inform")
 
 
-class ApiLatency:
-    """Request latency by (method, route template, status class): a bounded label set."""
+def latency_report(latency: ApiLatency) -> list[LatencyData]:
+    """Request latency as an API worker process reports it to the main process."""
+    return [LatencyData(key=key, counts=h.counts, total=h.total, count=h.count)
+            for key, h in latency.by_key.items()]
 
-    def __init__(self) -> None:
-        self.by_key: dict[tuple[str, str, str], Histogram] = {}
 
-    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        key = (method, route, f"{status // 100}xx")
-        found = self.by_key.get(key)
-        if found is None:
-            found = self.by_key[key] = Histogram()
-        found.observe(seconds)
-
-    def report(self) -> list[LatencyData]:
-        """As an API worker process reports it to the main process."""
-        return [LatencyData(key=key, counts=h.counts, total=h.total, count=h.count)
-                for key, h in self.by_key.items()]
-
-    def add_report(self, report: Iterable[LatencyData]) -> None:
-        """Add another process's ``report()`` (a histogram of other buckets is skipped)."""
-        for item in report:
-            theirs = _histogram_of(item)
-            if theirs is not None:
-                mine = self.by_key.get(item.key)
-                self.by_key[item.key] = theirs if mine is None else merged(mine, theirs)
+def add_latency_report(latency: ApiLatency, report: Iterable[LatencyData]) -> None:
+    """Add another process's ``latency_report`` (a histogram of other buckets is skipped)."""
+    for item in report:
+        theirs = _histogram_of(item)
+        if theirs is not None:
+            mine = latency.by_key.get(item.key)
+            latency.by_key[item.key] = theirs if mine is None else merged(mine, theirs)
 
 
 async def gather(conn: asyncpg.Connection, down_seconds: float) -> dict[str, Any]:
@@ -127,7 +115,7 @@ class _Scrape(Collector):
             [([m, r, s], h) for (m, r, s), h in sorted(self.api.by_key.items())])
 
     def _dhcp(self) -> Iterator[Metric]:
-        counters = self.state.counters.get("dhcp")
+        counters = self.state.counters.dhcp
         families = _server_counters(None if counters is None else counters.snapshot(), (
             ("ipamd_dhcp_packets_received", "DHCP packets received"),
             ("ipamd_dhcp_packets_sent", "DHCP packets sent"),
@@ -145,7 +133,7 @@ class _Scrape(Collector):
     def _dhcp6(self) -> Iterator[Metric]:
         # The DHCPv6 server's counters (dhcp6/counters.py): message types and drop reasons
         # are fixed sets, so the label sets stay bounded.
-        counters = self.state.counters.get("dhcp6")
+        counters = self.state.counters.dhcp6
         yield from _server_counters(None if counters is None else counters.snapshot(), (
             ("ipamd_dhcp6_messages_received",
              "DHCPv6 client messages received (after unwrapping their relays)"),
@@ -156,8 +144,8 @@ class _Scrape(Collector):
 
     def _outbox(self) -> Iterator[Metric]:
         # This process's deliveries and its children's (DNS updates: see ipamd/child).
-        counters: dict[str, int] = dict(self.state.counters.get("outbox") or {})
-        latency: dict[str, Histogram] = dict(self.state.counters.get("outbox_latency") or {})
+        counters = dict(self.state.counters.outbox.outcomes)
+        latency = dict(self.state.counters.outbox.latency)
         for report in self.state.children.values():
             for name, n in report.outbox.items():
                 counters[name] = counters.get(name, 0) + n

@@ -105,10 +105,8 @@ class Scheduler:
         self._jobs_send, self._jobs_recv = trio.open_memory_channel[Job](self.capacity)
         self._done_send, self._done_recv = trio.open_memory_channel[Outcome](math.inf)
         self.in_flight: dict[uuid.UUID, Job] = {}
-        self.latency: dict[str, Histogram] = state.counters.setdefault("outbox_latency", {})
-        self.counters: dict[str, int] = state.counters.setdefault(
-            "outbox", {"claimed": 0, "delivered": 0, "retrying": 0, "failed": 0, "stale": 0}
-        )
+        self.latency = state.counters.outbox.latency
+        self.counters = state.counters.outbox.outcomes
 
     def kick(self) -> None:
         """Ask the claimer to look for due rows now (coalesced: one pending kick at most)."""

@@ -18,7 +18,7 @@ from ipamd.api.token_cache import TokenCache
 from ipamd.child import ApiWorkerRole
 from ipamd.config import Config
 from ipamd.messages import Push, Report
-from ipamd.ops.metrics import ApiLatency
+from ipamd.ops import metrics
 from ipamd.runtime import serving
 from ipamd.runtime.database import connect
 from ipamd.runtime.node import Node, freeze_startup_objects, node_process
@@ -121,7 +121,7 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
     async with node_process(config, connect, main_process=link) as node:
         state, pushed, served = node.state, trio.Event(), trio.Event()
         token_cache = TokenCache()
-        latency = state.counters.setdefault("api_latency", ApiLatency())
+        latency = state.counters.api_latency
         node.nursery.start_soon(_follow_parent, node, link, pushed)
         node.watch_signals()
         node.nursery.start_soon(token_cache.follow, state.db)
@@ -134,7 +134,8 @@ async def run_api_worker(config: Config, https_fds: list[int], http_fds: list[in
         await node.nursery.start(_serve, node, app, (https_fds, http_fds), share, served)
         freeze_startup_objects()
         # The first report tells the parent this worker serves.
-        reporter = child.Reporter(lambda: Report(pid=os.getpid(), api_latency=latency.report()),
-                                  link, every=API_WORKER_REPORT_SECONDS)
+        reporter = child.Reporter(
+            lambda: Report(pid=os.getpid(), api_latency=metrics.latency_report(latency)),
+            link, every=API_WORKER_REPORT_SECONDS)
         node.nursery.start_soon(reporter.run)
         await node.stop_with(served, config.api.graceful_timeout_seconds + 1)

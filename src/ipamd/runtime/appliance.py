@@ -17,8 +17,6 @@ from ipamd.api.token_cache import TokenCache
 from ipamd.child import DnsDeliveryRole
 from ipamd.config import Config
 from ipamd.dhcp import expiry as dhcp_expiry
-from ipamd.dhcp import server as dhcp_server
-from ipamd.dhcp6 import server as dhcp6_server
 from ipamd.dns import delivery as dns_delivery
 from ipamd.dns import embedded as dns_embedded
 from ipamd.ops import service as ops_service
@@ -26,6 +24,7 @@ from ipamd.outbox import scheduler as outbox_scheduler
 from ipamd.runtime import serving
 from ipamd.runtime.api_processes import api_in_main_process, serve_api_workers
 from ipamd.runtime.database import prepare_database
+from ipamd.runtime.dhcp_servers import serve_dhcp, serve_dhcp6
 from ipamd.runtime.node import Node, node_process
 from ipamd.runtime.node import freeze_startup_objects as freeze_now
 from ipamd.runtime.sampler import (
@@ -79,9 +78,9 @@ def services(state: AppState) -> list[tuple[str, Service]]:
     if config.dns.enabled:
         found.append(("dns", dns_embedded.run))
     if config.dhcp.enabled:
-        found.append(("dhcp", dhcp_server.run))
+        found.append(("dhcp", serve_dhcp))
     if config.dhcp6.enabled:
-        found.append(("dhcp6", dhcp6_server.run))  # the same lease store as DHCPv4
+        found.append(("dhcp6", serve_dhcp6))  # the same lease store as DHCPv4
     if config.dhcp.enabled or config.dhcp6.enabled:
         found.append(("dhcp_expiry", dhcp_expiry.run))  # ends DHCPv4 and DHCPv6 leases
     if config.ops.enabled:

@@ -41,8 +41,8 @@ CHILD_ROLES: dict[str, Callable[[Gate], Service]] = {DNS_DELIVERY: _dns_delivery
 
 def _child_report(state: AppState) -> Report:
     """What a child tells its parent's metrics: its outbox outcomes and latency by kind."""
-    latency = state.counters.get("outbox_latency") or {}
-    return Report(pid=os.getpid(), outbox=dict(state.counters.get("outbox") or {}),
+    latency = state.counters.outbox.latency
+    return Report(pid=os.getpid(), outbox=dict(state.counters.outbox.outcomes),
                   outbox_latency={kind: HistogramData(counts=h.counts, total=h.total,
                                                       count=h.count)
                                   for kind, h in latency.items()})

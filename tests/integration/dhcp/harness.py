@@ -18,6 +18,7 @@ import trio
 
 from ipamd.dhcp.codec import DhcpMessage, MalformedPacket, parse
 from ipamd.dhcp.server import DhcpServer
+from ipamd.runtime.dhcp_servers import dhcp_server, serve_dhcp
 from ipamd.state import AppState
 
 DEFAULT_TENANT = uuid.UUID("00000000-0000-7000-8000-000000000001")
@@ -135,13 +136,14 @@ class Served:
 
 
 async def serve(nursery: trio.Nursery, state: AppState) -> Served:
-    """Start a DHCP server on ``state`` (ready when this returns)."""
-    served = Served(DhcpServer(state), trio.CancelScope(), trio.Event())
+    """Start a DHCP server on ``state`` (ready when this returns), registered as the runtime
+    registers it (``state.dhcp``, ``state.counters.dhcp``)."""
+    served = Served(dhcp_server(state), trio.CancelScope(), trio.Event())
 
     async def run(*, task_status: trio.TaskStatus[None]) -> None:
         try:
             with served.scope:
-                await served.server.run(task_status=task_status)
+                await serve_dhcp(state, task_status=task_status, server=served.server)
         finally:
             served.done.set()
 

@@ -17,7 +17,7 @@ import trio
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from ipamd.dhcp.codec import DhcpMessage, parse
-from ipamd.dhcp.server import DhcpServer
+from ipamd.runtime.dhcp_servers import dhcp_server
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import seed_subnet
@@ -52,7 +52,7 @@ async def segment(lab: netns.Lab, db: Database, dsn: str,
 
     await db.transaction(seed)
     config = make_config(dsn, dhcp={"enabled": True, "listen": [], "interfaces": [pair.a]})
-    server = DhcpServer(AppState(config=config, db=db))
+    server = dhcp_server(AppState(config=config, db=db))
     scope = trio.CancelScope()
     done = trio.Event()
 

@@ -13,7 +13,7 @@ from ipamd.core import lease_events
 from ipamd.db.bridge import Database
 from ipamd.dhcp import options as o
 from ipamd.dhcp.codec import DhcpMessage
-from ipamd.dhcp.server import DhcpServer
+from ipamd.runtime.dhcp_servers import dhcp_server
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.dhcp.harness import RELAY_IP, Relay, dhcp_section, seed_subnet
@@ -136,7 +136,7 @@ async def test_2000_concurrent_clients(dhcp: Any) -> None:
 async def _second_node(db: Database, dsn: str, reply_port: int):  # type: ignore[no-untyped-def]
     config = make_config(dsn, dhcp=dhcp_section(reply_port, listen=["127.0.0.2:0"],
                                                 server_id="127.0.0.2"))
-    server = DhcpServer(AppState(config=config, db=db))
+    server = dhcp_server(AppState(config=config, db=db))
     async with trio.open_nursery() as nursery:
         await nursery.start(server.run)
         try:

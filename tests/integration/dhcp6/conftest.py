@@ -11,6 +11,7 @@ import trio
 
 from ipamd.db.bridge import Database
 from ipamd.dhcp6.server import Dhcp6Server
+from ipamd.runtime.dhcp_servers import dhcp6_server, serve_dhcp6
 from ipamd.state import AppState
 from tests.conftest import make_config
 from tests.integration.dhcp6.harness import Relay6, dhcp6_section, relay_socket
@@ -39,14 +40,14 @@ async def seeded(db: Database) -> dict[str, Any]:
 async def start_server(nursery: trio.Nursery, state: AppState) -> tuple[Dhcp6Server,
                                                                            trio.CancelScope,
                                                                            trio.Event]:
-    server = Dhcp6Server(state)
+    server = dhcp6_server(state)
     scope = trio.CancelScope()
     done = trio.Event()
 
     async def run(*, task_status: trio.TaskStatus[None]) -> None:
         try:
-            with scope:
-                await server.run(task_status=task_status)
+            with scope:  # registered as the runtime registers it (state.dhcp6)
+                await serve_dhcp6(state, task_status=task_status, server=server)
         finally:
             done.set()
 

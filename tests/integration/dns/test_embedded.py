@@ -114,7 +114,7 @@ async def test_embedded_answers_and_feeds_a_bind_secondary(appliance, relay_sock
         "name": "new", "type": "TXT", "value": '"via notify"'}))
     # BIND's own refresh timer is an hour away (SOA refresh 3600): only NOTIFY explains this.
     await _until(lambda: dig_short(DNS_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
-    notified = appliance.state.counters["dns"]["notifies"]
+    notified = appliance.state.counters.dns.notifies
     await _until(lambda: dig_short(SECONDARY_PORT, f"new.{ZONE}", "TXT"), ['"via notify"'], 20)
     assert int((await short(SECONDARY_PORT, ZONE, "SOA"))[0].split()[2]) > int(serial)
-    assert appliance.state.counters["dns"]["notifies"] >= max(notified, 1)
+    assert appliance.state.counters.dns.notifies >= max(notified, 1)

@@ -6,8 +6,8 @@ import time
 import trio
 
 from ipamd.dhcp import options as o
-from ipamd.dhcp.server import DhcpServer
 from ipamd.outbox import scheduler, webhooks
+from ipamd.runtime.dhcp_servers import dhcp_server
 from ipamd.state import AppState
 from ipamd.workers import lease_journal
 from tests.conftest import make_config
@@ -66,7 +66,7 @@ async def test_leases_are_granted_while_the_receiver_hangs(db, dsn, receiver, ca
                            claim_timeout_seconds=REQUEST_TIMEOUT + 15),
     )
     state = AppState(config=config, db=db)
-    server = DhcpServer(state)
+    server = dhcp_server(state)
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as inner:
             await inner.start(scheduler.run, state)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipamd.config import parse as parse_config
+from ipamd.core.lease_events import JournalPending
 from ipamd.dhcp import options as o
 from ipamd.dhcp.codec import parse
 from ipamd.dhcp.context import Endpoint
@@ -22,7 +23,6 @@ from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.leasecache import Lease, LeaseCache
 from ipamd.dhcp.outgoing import UDP_SEGMENT
 from ipamd.dhcp.server import DhcpServer
-from ipamd.state import AppState
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET, make_plan
 from tests.unit.dhcp.packets import ip, relay_info, request
 
@@ -52,7 +52,8 @@ class FakeSocket:
 def make_server() -> tuple[DhcpServer, Endpoint]:
     config = parse_config({"dhcp": {"trusted_relays": [RELAY], "server_id": SERVER,
                                     "reply_port": 6768}})
-    server = DhcpServer(AppState(config=config, db=None))  # type: ignore[arg-type]
+    server = DhcpServer(config.dhcp, None, JournalPending(),  # type: ignore[arg-type]
+                        node_name=config.node_name)  # (no database: no commit here)
     server._plan_changed(make_plan(trusted=["10.66.0.0/16"]))
     ep = Endpoint(sock=FakeSocket(), local_ip=ip(SERVER), port=67)
     return server, ep

@@ -202,10 +202,10 @@ async def _dhcp_counters(state: AppState) -> dict[str, Any]:
 @router.route("GET", "/metrics", role="viewer", summary="Prometheus metrics (text format)",
               errors=(401, 403), content_types=("text/plain",))
 async def get_metrics(ctx: RequestContext) -> Response:
-    latency = ctx.state.counters.setdefault("api_latency", metrics.ApiLatency())
+    latency = ctx.state.counters.api_latency
     main = ctx.state.main_process
     if main is not None:  # an API worker: the node's figures are the main process's
-        text = await main.call(RenderMetrics(api_latency=latency.report()))
+        text = await main.call(RenderMetrics(api_latency=metrics.latency_report(latency)))
         return Response(str(text), status=200, content_type=metrics.CONTENT_TYPE)
     data = await ctx.run(metrics.gather, ctx.state.config.ops.node_down_seconds)
     body = metrics.render(ctx.state, data, latency)
