@@ -1,6 +1,7 @@
 // The one way the console talks to the appliance: /api/v1 with the token as Bearer.
 const BASE = "/api/v1";
 const KEY = "ipamd.token";
+const ME_KEY = "ipamd.whoami";
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -23,13 +24,26 @@ export class ApiError extends Error {
   }
 }
 
+// The signed-in token and who it is (GET /whoami), both kept in the tab's sessionStorage:
+// the module itself holds no state.
 export const session = {
   get token() { return sessionStorage.getItem(KEY); },
   set token(value) {
-    if (value) sessionStorage.setItem(KEY, value);
-    else sessionStorage.removeItem(KEY);
+    if (value) {
+      sessionStorage.setItem(KEY, value);
+    } else { // no token, no identity
+      sessionStorage.removeItem(KEY);
+      sessionStorage.removeItem(ME_KEY);
+    }
   },
-  me: null,
+  get me() {
+    const text = sessionStorage.getItem(ME_KEY);
+    return text ? JSON.parse(text) : null;
+  },
+  set me(value) {
+    if (value) sessionStorage.setItem(ME_KEY, JSON.stringify(value));
+    else sessionStorage.removeItem(ME_KEY);
+  },
 };
 
 export function query(params) {
