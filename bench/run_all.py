@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_dhcp", "bench_dhcp6", "bench_dhcp_engine", "bench_ipam", "bench_api",
-         "bench_outbox", "bench_history", "bench_dashboard", "bench_dns"]
+ORDER = ["bench_dhcp", "bench_dhcp6", "bench_dhcp_engine", "bench_dhcp6_engine", "bench_ipam",
+         "bench_api", "bench_outbox", "bench_history", "bench_dashboard", "bench_dns"]
 
 
 def main(argv: list[str]) -> int:
