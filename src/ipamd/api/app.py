@@ -57,8 +57,8 @@ from ipamd.api.token_cache import TokenCache
 from ipamd.api.workers import Limiter, LocalLimits
 from ipamd.core import jsonutil
 from ipamd.core.errors import DomainError
+from ipamd.core.histogram import ApiLatency
 from ipamd.db.outage import is_connection_loss
-from ipamd.ops.metrics import ApiLatency
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"

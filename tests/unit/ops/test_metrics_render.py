@@ -9,7 +9,7 @@ import re
 import uuid
 
 from ipamd.config import parse
-from ipamd.core.histogram import Histogram
+from ipamd.core.histogram import ApiLatency, Histogram
 from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp6.counters import Dhcp6Counters
 from ipamd.messages import HistogramData, LatencyData, Report
@@ -100,7 +100,7 @@ def test_latency_reports_merge_across_processes() -> None:
     report = metrics.latency_report(mine)
     assert report == [LatencyData(key=("GET", "/api/v1/prefixes", "2xx"),
                                   counts=report[0].counts, total=0.004, count=1)]
-    merged = metrics.ApiLatency()
+    merged = ApiLatency()
     metrics.add_latency_report(merged, report)
     metrics.add_latency_report(merged, report)
     metrics.add_latency_report(merged, [LatencyData(key=("GET", "/x", "2xx"), counts=[1],
