@@ -97,8 +97,11 @@ router="${new_routers:-$router}"
 router="${router%% *}"
 server="${new_dhcp_server_identifier:-$serverid}"
 lease="${new_dhcp_lease_time:-$lease}"
-printf '{"event":"%s","ip":"%s","mask":"%s","router":"%s","server":"%s","lease":"%s"}\\n' \\
-  "$event" "$addr" "$mask" "$router" "$server" "$lease" >> "@RECORD@"
+file="${new_filename:-$boot_file}"
+dns="${new_domain_name_servers:-$dns}"
+printf '{"event":"%s","ip":"%s","mask":"%s","router":"%s","server":"%s","lease":"%s",'\\
+'"file":"%s","dns":"%s"}\\n' \\
+  "$event" "$addr" "$mask" "$router" "$server" "$lease" "$file" "$dns" >> "@RECORD@"
 case "$event" in
   PREINIT|deconfig)
     ip link set dev "$interface" up

@@ -16,10 +16,10 @@ from ipamd.ipam.dberrors import guarded
 
 COLUMNS = (
     "r.id, r.subnet_id, s.tenant_id, r.ip, r.mac::text AS mac, r.duid, r.client_id, r.hostname, "
-    "r.created_at, r.updated_at"
+    "r.next_server, r.boot_file, r.created_at, r.updated_at"
 )
 FROM = "reservations r JOIN subnets s ON s.id = r.subnet_id"
-UPDATABLE = ("ip", "mac", "duid", "client_id", "hostname")
+UPDATABLE = ("ip", "mac", "duid", "client_id", "hostname", "next_server", "boot_file")
 
 
 def public(row: asyncpg.Record) -> dict[str, Any]:
@@ -33,6 +33,8 @@ def public(row: asyncpg.Record) -> dict[str, Any]:
         "duid": row["duid"],
         "client_id": None if client_id is None else identifiers.colon_hex(bytes(client_id)),
         "hostname": row["hostname"],
+        "next_server": row["next_server"],
+        "boot_file": row["boot_file"],
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }
@@ -63,6 +65,17 @@ def _v6_identity(r: dict[str, Any]) -> None:
     if r["client_id"] is not None:
         raise invalid("client_id", "client_id is the DHCPv4 client identifier (option 61); "
                       "on an IPv6 subnet the client is identified by its duid")
+    for name in ("next_server", "boot_file"):
+        if r.get(name) is not None:
+            raise invalid(name, f"{name} is a DHCPv4 PXE field (siaddr, file); a DHCPv6 "
+                          "client's boot file is option 59 on the subnet")
+
+
+def _stored(fields: dict[str, Any]) -> dict[str, Any]:
+    """next_server as the column stores it (text: an address)."""
+    if fields.get("next_server") is None:
+        return fields
+    return {**fields, "next_server": str(fields["next_server"])}
 
 
 async def _check(
@@ -109,7 +122,7 @@ async def create(
 ) -> dict[str, Any]:
     await license.lock(conn)
     subnet = await children.lock_for_create(conn, subnet_id, fields.get("tenant_id"))
-    r = {name: fields.get(name) for name in UPDATABLE}
+    r = _stored({name: fields.get(name) for name in UPDATABLE})
     if r["ip"] is None:
         if r["mac"] is None and r["duid"] is None:
             raise invalid("mac", "a reservation needs a mac or a duid")
@@ -117,9 +130,11 @@ async def create(
     await _check(conn, subnet, r, None)
     await license.check_room(conn, grant)
     new_id = await conn.fetchval(
-        """INSERT INTO reservations (subnet_id, ip, mac, duid, client_id, hostname)
-           VALUES ($1, $2, $3::macaddr, $4, $5, $6) RETURNING id""",
+        """INSERT INTO reservations (subnet_id, ip, mac, duid, client_id, hostname, next_server,
+                                     boot_file)
+           VALUES ($1, $2, $3::macaddr, $4, $5, $6, $7, $8) RETURNING id""",
         subnet_id, r["ip"], r["mac"], r["duid"], r["client_id"], r["hostname"],
+        r["next_server"], r["boot_file"],
     )
     return await children.created(conn, actor, KIND, new_id)
 
@@ -167,9 +182,11 @@ async def update(
     r = {
         "ip": current["ip"], "mac": current["mac"], "duid": current["duid"],
         "client_id": None if current["client_id"] is None else bytes(current["client_id"]),
-        "hostname": current["hostname"], **changes,
+        "hostname": current["hostname"], "next_server": current["next_server"],
+        "boot_file": current["boot_file"], **_stored(changes),
     }
     await _check(conn, subnet, r, reservation_id)
+    changes = _stored(changes)
     return await children.write_change(conn, actor, KIND, reservation_id, before, changes)
 
 

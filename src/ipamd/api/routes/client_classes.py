@@ -1,4 +1,5 @@
-"""/client-classes: match clients by vendor class, user class or MAC prefix; pools refer to them."""
+"""/client-classes: match clients by vendor class, user class, MAC prefix, architecture or
+relay circuit/remote id; pools refer to them; they may carry options (routes/options.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,29 @@ from pydantic import Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import Description, Id, MatchValue, Name, patch
+from ipamd.api.routes.ipam_fields import (
+    BootFile,
+    Description,
+    Id,
+    IPv4,
+    MatchValue,
+    Name,
+    patch,
+)
 from ipamd.api.routes.ipam_models import ClientClassOut
 from ipamd.api.schemas import Page
 from ipamd.ipam import client_classes
 
 router = Router("client-classes")
 
-Match = Literal["vendor_class", "user_class", "mac_prefix"]
+Match = Literal["vendor_class", "user_class", "mac_prefix", "arch", "circuit_id", "remote_id"]
 VALUE_HELP = (
     "vendor_class: option 60 starts with it; user_class: an option 77 instance equals it; "
-    "mac_prefix: 1-6 leading octets of the MAC (e.g. an OUI 00:1a:2b)"
+    "mac_prefix: 1-6 leading octets of the MAC (e.g. an OUI 00:1a:2b); arch: an option 93 "
+    "architecture type, 0-65535 (0 BIOS, 7 x64 UEFI); circuit_id, remote_id: the relay's "
+    "option 82 sub-option 1 or 2 as hex octets (01:02:0a)"
 )
+PRIORITY_HELP = "among classes a client matches, the lowest number's options win (default 100)"
 
 
 class ClientClassCreate(Body):
@@ -29,6 +41,9 @@ class ClientClassCreate(Body):
     match: Match
     value: MatchValue = Field(description=VALUE_HELP)
     description: Description = ""
+    priority: int = Field(default=100, ge=0, le=65535, description=PRIORITY_HELP)
+    next_server: IPv4 | None = Field(default=None, description="PXE next server (siaddr)")
+    boot_file: BootFile | None = Field(default=None, description="PXE boot file name")
     tenant_id: Id | None = Field(default=None, description="the default tenant when left out")
 
 
@@ -37,6 +52,9 @@ class ClientClassPatch(Body):
     match: Match = patch()
     value: MatchValue = patch(VALUE_HELP)
     description: Description = patch()
+    priority: int = patch(PRIORITY_HELP, ge=0, le=65535)
+    next_server: IPv4 | None = patch()
+    boot_file: BootFile | None = patch()
 
 
 class ClientClassQuery(paging.PageQuery):

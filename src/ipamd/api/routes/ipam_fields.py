@@ -135,6 +135,14 @@ ClientId = Annotated[
                     "raw DHCP client identifier (option 61), hex octets",
                     "examples": ["01:aa:bb:cc:dd:ee:ff"]}),
 ]
+RelayId = Annotated[
+    bytes,
+    _strings(lambda v: identifiers.hex_bytes(v, min_length=1, max_length=255)),
+    _SERIALISE,
+    WithJsonSchema({"type": "string", "description":
+                    "a relay agent sub-option (option 82: circuit-id, remote-id), hex octets",
+                    "examples": ["65:74:68:30"]}),
+]
 Hostname = Annotated[
     str,
     _strings(validate.hostname),

@@ -93,6 +93,8 @@ class ReservationOut(BaseModel):
     duid: str | None
     client_id: str | None
     hostname: str | None
+    next_server: str | None = Field(description="PXE next server (siaddr), over the subnet's")
+    boot_file: str | None = Field(description="PXE boot file, over the classes' and subnet's")
     created_at: dt.datetime
     updated_at: dt.datetime
 
@@ -110,7 +112,10 @@ class AssignmentOut(BaseModel):
 
 class OptionOut(BaseModel):
     id: uuid.UUID
-    subnet_id: uuid.UUID
+    # Exactly one of the three is set: the option's scope (docs/api-ipam.md, "Option scopes").
+    subnet_id: uuid.UUID | None
+    class_id: uuid.UUID | None
+    reservation_id: uuid.UUID | None
     tenant_id: uuid.UUID
     code: int
     payload: dict[str, Any]
@@ -119,13 +124,54 @@ class OptionOut(BaseModel):
     updated_at: dt.datetime
 
 
+class ScopeOut(BaseModel):
+    scope: Literal["subnet", "class", "reservation"]
+    scope_id: uuid.UUID
+    scope_name: str | None = Field(description="the class's name; the reservation's address")
+
+
+class EffectiveOption(ScopeOut):
+    code: int
+    hex: str = Field(description="the option's value as sent, colon-separated hex")
+    vendor_class: str | None = Field(description="set when it is sent for this option 60")
+
+
+class ScopedField(ScopeOut):
+    value: str
+
+
+class EffectiveClass(BaseModel):
+    id: uuid.UUID
+    name: str
+    priority: int
+
+
+class EffectiveReservation(BaseModel):
+    id: uuid.UUID
+    ip: str
+
+
+class EffectiveOptionsOut(BaseModel):
+    """What a client would receive on a subnet (docs/api-ipam.md, "Option scopes")."""
+
+    subnet_id: uuid.UUID
+    reservation: EffectiveReservation | None
+    classes: list[EffectiveClass] = Field(description="matched, the winning one first")
+    options: list[EffectiveOption]
+    next_server: ScopedField | None
+    boot_file: ScopedField | None
+
+
 class ClientClassOut(BaseModel):
     id: uuid.UUID
     tenant_id: uuid.UUID
     name: str
-    match: Literal["vendor_class", "user_class", "mac_prefix"]
+    match: Literal["vendor_class", "user_class", "mac_prefix", "arch", "circuit_id", "remote_id"]
     value: str
     description: str
+    priority: int = Field(description="among matching classes the lowest number's option wins")
+    next_server: str | None = Field(description="PXE next server (siaddr), over the subnet's")
+    boot_file: str | None = Field(description="PXE boot file, over the subnet's")
     created_at: dt.datetime
     updated_at: dt.datetime
 

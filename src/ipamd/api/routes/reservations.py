@@ -10,7 +10,17 @@ from pydantic import ConfigDict, Field
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
 from ipamd.api.routes import listing
-from ipamd.api.routes.ipam_fields import IP, ClientId, Duid, Hostname, Id, Mac, patch
+from ipamd.api.routes.ipam_fields import (
+    IP,
+    BootFile,
+    ClientId,
+    Duid,
+    Hostname,
+    Id,
+    IPv4,
+    Mac,
+    patch,
+)
 from ipamd.api.routes.ipam_models import ReservationOut
 from ipamd.api.routes.license import entitlement
 from ipamd.api.schemas import Page
@@ -32,6 +42,12 @@ class ReservationCreate(Body):
     client_id: ClientId | None = Field(
         default=None, description="match this raw option 61 too (the identity is still mac/duid)")
     hostname: Hostname | None = None
+    next_server: IPv4 | None = Field(
+        default=None, description="PXE next server (siaddr) for this client, over its classes' "
+        "and the subnet's")
+    boot_file: BootFile | None = Field(
+        default=None, description="PXE boot file for this client, over its classes' and the "
+        "subnet's")
     tenant_id: Id | None = Field(default=None, description="the subnet's tenant when left out")
 
 
@@ -41,6 +57,8 @@ class ReservationPatch(Body):
     duid: Duid | None = patch("null removes it (a mac must remain)")
     client_id: ClientId | None = patch()
     hostname: Hostname | None = patch()
+    next_server: IPv4 | None = patch()
+    boot_file: BootFile | None = patch()
 
 
 class ReservationQuery(paging.PageQuery):
