@@ -1,6 +1,8 @@
 """What a real dhclient asks for and gets, behind a real relay (end to end; the lab of
 tests/support/dhcp_lab.py): a requested lease time (option 51) clamped to the subnet's
-bounds, T1/T2 following it (docs/api-ipam.md, "Lease time")."""
+bounds, T1/T2 following it (docs/api-ipam.md, "Lease time"); a domain search list longer
+than one option carries, split (RFC 3396) and overloaded into file/sname of a 576-octet
+reply, since dhclient announces no larger size (docs/api-ipam.md, "Long options")."""
 
 from __future__ import annotations
 
@@ -85,5 +87,22 @@ async def test_dhclient_asking_for_a_lease_time_gets_it_within_the_bounds(
     # The lease row's expiry follows the granted time, not the subnet's.
     length = (when(lease["expires_at"]) - when(lease["starts_at"])).total_seconds()
     assert abs(length - granted) < 5, lease
+    done = await client.release()
+    assert done.returncode == 0, done.stderr
+
+
+# 22 names of 18 octets and one of 4 in wire format: 400 octets, two RFC 3396 instances.
+SEARCH = [f"s{i:03d}.example.com" for i in range(22)] + ["ab"]
+
+
+async def test_a_400_octet_domain_search_reaches_dhclient_intact(
+    dhcp_net: DhcpNet, subnet: dict[str, Any], admin: httpx.AsyncClient, tmp_path: Path,
+) -> None:
+    made = await post(admin, f"/subnets/{subnet['id']}/options",
+                      {"code": 119, "payload": {"domains": SEARCH}})
+    assert made["payload"] == {"domains": SEARCH}
+    client, _ = await bound_asking(dhcp_net, tmp_path, "also request domain-search;\n")
+    told = await leased_options(tmp_path / "dhclient.leases")
+    assert told["domain-search"] == ", ".join(f'"{name}."' for name in SEARCH), told
     done = await client.release()
     assert done.returncode == 0, done.stderr

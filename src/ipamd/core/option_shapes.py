@@ -22,7 +22,16 @@ from typing import Any
 
 from ipamd.core import identifiers, validate
 
-MAX_WIRE = 255  # one option's value; longer values would need RFC 3396 splitting
+MAX_WIRE = 255  # one option instance's value (RFC 2132 §2: a one-octet length)
+# A longer value goes out as several instances of the code, concatenated by the client
+# (RFC 3396; dhcp/packing.instances). The bound: a client announcing an Ethernet-sized
+# message (option 57 = 1500) has 1500 - 28 (IP, UDP) - 240 (header, cookie) = 1232 octets
+# of options; the server's own take 40 (53, 54, 51, 58, 59, 1, 3, end) and a relay's
+# echoed option 82 up to 257, leaving 935; a value of N octets costs N + 2·⌈N/255⌉, so
+# 900 octets (908) fit beside them. A client that announces less (576 without option 57:
+# 308 octets, plus file and sname when overloaded, RFC 2132 §9.3) gets what fits: the
+# codec leaves out a long option it cannot place (dhcp/packing._place), never 53/54/51/1/3.
+MAX_VALUE = 900
 
 # code -> how to set it instead (the message names the field)
 SERVER_OWNED: dict[int, str] = {
@@ -129,7 +138,7 @@ def _only(payload: dict[str, Any], key: str, example: str) -> Any:
 
 def _address_list(value: Any, key: str) -> list[str]:
     return string_list(value, key, "IPv4 addresses", lambda item: str(validate.ipv4(item)),
-                       MAX_WIRE // 4, " addresses")
+                       MAX_VALUE // 4, " addresses")
 
 
 def _norm_addresses(code: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -147,8 +156,8 @@ def _norm_text(code: int, payload: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("value must be a non-empty string")
     if not value.isascii() or not value.isprintable():
         raise ValueError("value must be printable ASCII")
-    if len(value) > MAX_WIRE:
-        raise ValueError(f"value: at most {MAX_WIRE} characters")
+    if len(value) > MAX_VALUE:
+        raise ValueError(f"value: at most {MAX_VALUE} characters")
     if code == 15:
         value = validate.dns_name(value)
     return {"value": value}
@@ -225,11 +234,11 @@ def _norm_hex(code: int, payload: dict[str, Any]) -> dict[str, Any]:
     value = _only(payload, "hex", '{"hex": "01:02:0a"}')
     if not isinstance(value, str):
         raise ValueError("hex must be a string of hex octets")
-    return {"hex": identifiers.colon_hex(identifiers.hex_bytes(value, max_length=MAX_WIRE))}
+    return {"hex": identifiers.colon_hex(identifiers.hex_bytes(value, max_length=MAX_VALUE))}
 
 
 def _enc_hex(code: int, payload: dict[str, Any]) -> bytes:
-    return identifiers.hex_bytes(payload["hex"], max_length=MAX_WIRE)
+    return identifiers.hex_bytes(payload["hex"], max_length=MAX_VALUE)
 
 
 ADDRESSES = Shape("addresses", {"addresses": ["10.0.0.53"]}, _norm_addresses, _enc_addresses)
@@ -269,8 +278,10 @@ def normalise(code: int, payload: dict[str, Any]) -> dict[str, Any]:
     shape = shape_of(code)
     result = shape.normalise(code, payload)
     size = len(shape.encode(code, result))
-    if size > MAX_WIRE:
-        raise ValueError(f"encodes to {size} octets; one option carries at most {MAX_WIRE}")
+    if size > MAX_VALUE:
+        raise ValueError(f"encodes to {size} octets; an option carries at most {MAX_VALUE} "
+                         f"(over {MAX_WIRE} it is split, RFC 3396, and must still fit a "
+                         "1500-octet reply)")
     return result
 
 

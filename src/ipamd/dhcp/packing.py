@@ -142,6 +142,14 @@ def _place(order: list[int], encoded: dict[int, list[bytes]],
     for code in ranked:
         insts = encoded[code]
         trial = free[:]
+        if len(insts) > 1 and code not in PROTECTED_OPTIONS:
+            # A long value: its instances sized to the regions' room, or left out. (A long
+            # protected one, a relay's 82, keeps to whole instances: relays read the field.)
+            spread = _spread(code, insts, trial)
+            if spread is not None:
+                free = trial
+                placed[code] = spread
+            continue
         where: list[tuple[int, bytes]] = []
         region = 0
         for inst in insts:
@@ -164,6 +172,27 @@ def _place(order: list[int], encoded: dict[int, list[bytes]],
             placed[code] = [(0, inst) for inst in insts]
         # else: dropped, it cannot fit even without any lower-priority option
     return placed
+
+
+def _spread(code: int, insts: list[bytes], free: list[int]) -> list[tuple[int, bytes]] | None:
+    """A value over 255 octets laid over the regions in their concatenation order (options,
+    file, sname: RFC 3396 §7), each instance as long as its region's room allows (RFC 3396
+    lets a value be split at any octet): beside the usual options a 576-octet reply then
+    carries ~440 octets of it, where whole 255-octet instances fit ~380 (the second must
+    fit ``file``'s 127). ``free`` is taken from; None if it cannot fit."""
+    value = b"".join(inst[2:] for inst in insts)
+    where: list[tuple[int, bytes]] = []
+    region, pos, nregions = 0, 0, len(free)
+    while pos < len(value):
+        while region < nregions and free[region] < 3:  # an instance needs code, length, 1
+            region += 1
+        if region == nregions:
+            return None
+        n = min(255, free[region] - 2, len(value) - pos)
+        free[region] -= n + 2
+        where.append((region, OPT_HDR(code, n) + value[pos : pos + n]))
+        pos += n
+    return where
 
 
 def _assemble(order: list[int], placed: dict[int, list[tuple[int, bytes]]], kinds: list[int],

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipamd.core import identifiers
-from ipamd.core.option_shapes import wire
+from ipamd.core.option_shapes import MAX_VALUE, wire
 from ipamd.dhcp.options import (
     BROADCAST_ADDRESS,
     CLIENT_ID,
@@ -259,7 +259,7 @@ def encode_options(
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             log.warning("%s option %s skipped: %s", owner, code, error)
             continue
-        if not value or len(value) > 255:
+        if not value or len(value) > MAX_VALUE:  # over 255: split (RFC 3396, packing)
             continue
         if row["vendor_class"]:
             vendor.setdefault(row["vendor_class"].encode(), {})[code] = value

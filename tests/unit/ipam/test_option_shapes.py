@@ -78,9 +78,9 @@ def test_server_owned_codes_name_the_field_to_use(code, field):
     (15, {"value": ""}, "non-empty"),
     (15, {"value": "bad name!"}, "not a host name"),
     (43, {"hex": "xyz"}, "not hex"),
-    (224, {"hex": "00" * 256}, "1 to 255 octets"),
+    (224, {"hex": "00" * 901}, "1 to 900 octets"),
     (121, {"routes": [{"destination": "10.0.0.1/24", "router": "10.0.0.1"}]}, "host bits"),
-    (6, {"addresses": ["10.0.0.1"] * 64}, "at most 63"),
+    (6, {"addresses": ["10.0.0.1"] * 226}, "at most 225"),
 ])
 def test_payload_refusals(code, payload, words):
     with pytest.raises(ValueError, match=words):
@@ -88,5 +88,21 @@ def test_payload_refusals(code, payload, words):
 
 
 def test_encoded_size_is_capped():
-    with pytest.raises(ValueError, match="at most 255"):
-        shapes.normalise(119, {"domains": [f"d{i:03d}.example.com" for i in range(20)]})
+    # 18 octets a name: 50 names are 900, 51 are one name too many (MAX_VALUE's arithmetic).
+    names = [f"d{i:03d}.example.com" for i in range(51)]
+    assert len(shapes.wire(119, shapes.normalise(119, {"domains": names[:50]}))) == 900
+    with pytest.raises(ValueError, match="encodes to 918 octets; an option carries at most 900"):
+        shapes.normalise(119, {"domains": names})
+
+
+@pytest.mark.parametrize("code, payload", [
+    (119, {"domains": [f"d{i:03d}.example.com" for i in range(23)]}),  # 414 octets
+    (121, {"routes": [{"destination": f"10.{i}.0.0/16", "router": "10.0.0.1"}
+                      for i in range(60)]}),  # 7 octets a route: 420
+    (43, {"hex": "01" * 400}),
+    (252, {"value": "http://wpad.example.com/" + "p" * 300}),
+    (6, {"addresses": [f"10.0.{i}.1" for i in range(100)]}),
+])
+def test_values_over_255_octets_are_taken_for_rfc3396_splitting(code, payload):
+    value = shapes.wire(code, shapes.normalise(code, payload))
+    assert 255 < len(value) <= shapes.MAX_VALUE
