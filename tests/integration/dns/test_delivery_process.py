@@ -1,4 +1,4 @@
-"""DNS updates are delivered by a child process of the appliance (ipamd/child.py): started at
+"""DNS updates are delivered by a child process of the appliance (ipamd/child): started at
 the first queued update, holding back while the DHCP server runs at its ceiling and catching
 up after, restarted when it dies, gone when the appliance stops, its counters in /metrics.
 (In a storm the lease journal's deriver holds the lease events back as well; a history
