@@ -3,6 +3,7 @@
 import { alertDestinations } from "./pages/alert_destinations.js";
 import { alertsPage } from "./pages/alerts.js";
 import { audit } from "./pages/audit.js";
+import { clientClassPage } from "./pages/client_class.js";
 import { clientClasses } from "./pages/client_classes.js";
 import { dashboard } from "./pages/dashboard.js";
 import { dnsPage } from "./pages/dns.js";
@@ -13,6 +14,7 @@ import { licensePage } from "./pages/license.js";
 import { nodePage, nodes } from "./pages/nodes.js";
 import { poolPage } from "./pages/pool.js";
 import { prefixes } from "./pages/prefixes.js";
+import { reservationPage } from "./pages/reservation.js";
 import { search } from "./pages/search.js";
 import { settings } from "./pages/settings.js";
 import { subnetPage } from "./pages/subnet.js";
@@ -40,6 +42,8 @@ export const routes = [
   [/^\/tokens$/, tokensPage],
   [/^\/audit$/, audit],
   [/^\/client-classes$/, clientClasses],
+  [new RegExp(`^/client-classes/${ID}$`), clientClassPage],
+  [new RegExp(`^/reservations/${ID}$`), reservationPage],
   [/^\/tenants$/, tenants],
   [/^\/settings$/, settings],
   [/^\/license$/, licensePage],

@@ -1,8 +1,12 @@
-// A subnet's DHCP options: the form per option kind (DHCPv4 and DHCPv6) and a value's text.
-import { post } from "./api.js";
+// DHCP options of a subnet, a client class or a reservation (docs/api-ipam.md, "Option
+// scopes"): the section that lists and edits them, the form per option kind (DHCPv4 and
+// DHCPv6) and a value's text.
+import { can, del, patch, post } from "./api.js";
 import { clear, h } from "./dom.js";
 import { form } from "./ui.js";
-import { optionLabel6 } from "./optnames.js";
+import { crudSection } from "./crud.js";
+import { dash, pageOf } from "./lists.js";
+import { optionLabel, optionLabel6 } from "./optnames.js";
 
 export const OPTION_KINDS = [
   ["6", "6 — DNS servers"], ["15", "15 — domain name"], ["42", "42 — NTP servers"],
@@ -42,7 +46,8 @@ const OPTION_FORMS = {
 // Kinds whose form shows the payload as it is (the API's "payload" names that field).
 const RAW_PAYLOAD = new Set(["other", "v6-17"]);
 
-export function optionForm(subnetId, onDone, onCancel, kinds = OPTION_KINDS) {
+// `collection`: the options' create path (/subnets/{id}/options, /client-classes/{id}/options, …).
+export function optionForm(collection, onDone, onCancel, kinds = OPTION_KINDS) {
   const slot = h("div");
   const kindId = "opt-kind";
   const kind = h("select", { id: kindId }, kinds.map(([v, l]) => h("option", { value: v }, l)));
@@ -53,7 +58,7 @@ export function optionForm(subnetId, onDone, onCancel, kinds = OPTION_KINDS) {
       fields, submitLabel: "Add option", onCancel,
       onSubmit: async (v) => {
         try {
-          await post(`/subnets/${subnetId}/options`, toBody(v));
+          await post(collection, toBody(v));
         } catch (error) {
           // The API names the payload; this form shows the payload as its first field.
           if (error.status === 422 && !RAW_PAYLOAD.has(k)) {
@@ -80,4 +85,33 @@ export function payloadText(o) {
   if (p.value !== undefined) return String(p.value);
   if (p.url !== undefined) return p.url;
   return JSON.stringify(p);
+}
+
+// The options at `collection` (any scope: items are /options/{id}); DHCPv6 codes when `v6`.
+export function optionsSection(collection, v6 = false, title = "Options") {
+  const label = v6 ? optionLabel6 : optionLabel;
+  const payload = { name: "payload", label: "Payload (JSON)", type: "json" };
+  const vendorClass = { name: "vendor_class", label: "Vendor class", nullable: true };
+  const options = crudSection({
+    title, noun: "option",
+    columns: [{ label: "Option", value: (o) => label(o.code) }, { label: "Value", value: payloadText },
+      ...(v6 ? [] : [{ label: "Vendor class", value: (o) => dash(o.vendor_class) }])],
+    fields: [],
+    editFields: v6 ? [payload] : [payload, vendorClass],
+    list: pageOf(collection),
+    update: (o, v) => patch(`/options/${o.id}`, v),
+    remove: (o) => del(`/options/${o.id}`),
+    describe: (o) => label(o.code),
+  });
+  if (can("operator")) {
+    const slot = options.querySelector(".panel");
+    const open = () => {
+      clear(slot).append(optionForm(collection, async () => { await options.reload("option created."); },
+        () => clear(slot), v6 ? OPTION6_KINDS : OPTION_KINDS));
+      slot.querySelector("select")?.focus();
+    };
+    options.querySelector("h2").after(h("div", { class: "section-tools" },
+      h("button", { type: "button", class: "button primary small", onclick: open }, "New option")));
+  }
+  return options;
 }

@@ -4,10 +4,9 @@ import { clear, h } from "../dom.js";
 import { bar, confirmDialog, errorBox, form, link, plural, section } from "../ui.js";
 import { crudSection } from "../crud.js";
 import { addressMap } from "../map.js";
-import { optionLabel, optionLabel6 } from "../optnames.js";
 import { dash, pageOf, pickerOf } from "../lists.js";
 import { familyFields, isV6, loadDdnsPickers, subnetFormFields, V6_NOTE } from "../subnet_fields.js";
-import { OPTION6_KINDS, OPTION_KINDS, optionForm, payloadText } from "../subnet_options.js";
+import { optionsSection } from "../subnet_options.js";
 import { addressList6, pdPoolsSection, RESERVATION6 } from "../subnet_v6.js";
 
 // What a delete takes with it, said in its confirmation (docs/console.md).
@@ -103,16 +102,19 @@ function usageSection(s) {
   return usage;
 }
 
+// A reservation's options and PXE fields beat its classes' and the subnet's: its own page.
+const PXE_FIELDS = [{ name: "next_server", label: "Next server (PXE)", nullable: true },
+  { name: "boot_file", label: "Boot file (PXE)", nullable: true }];
 const RESERVATION4 = [
-  [{ label: "IP", value: (r) => r.ip }, { label: "MAC", value: (r) => dash(r.mac) },
+  [{ label: "IP", value: (r) => link(`#/reservations/${r.id}`, r.ip) }, { label: "MAC", value: (r) => dash(r.mac) },
     { label: "Client id / DUID", value: (r) => dash(r.client_id || r.duid) },
     { label: "Hostname", value: (r) => dash(r.hostname) }],
   [{ name: "ip", label: "IP (empty: next free)", nullable: true }, { name: "mac", label: "MAC", nullable: true },
     { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true },
-    { name: "hostname", label: "Hostname", nullable: true }],
+    { name: "hostname", label: "Hostname", nullable: true }, ...PXE_FIELDS],
   [{ name: "ip", label: "IP" }, { name: "mac", label: "MAC", nullable: true },
     { name: "client_id", label: "Client id", nullable: true }, { name: "duid", label: "DUID", nullable: true },
-    { name: "hostname", label: "Hostname", nullable: true }],
+    { name: "hostname", label: "Hostname", nullable: true }, ...PXE_FIELDS],
 ];
 const RANGE_FIELDS = [{ name: "start_ip", label: "First address", required: true },
   { name: "end_ip", label: "Last address", required: true }];
@@ -150,34 +152,6 @@ async function childSections(id, v6, changed) {
   ];
 }
 
-function optionsSection(id, v6) {
-  const label = v6 ? optionLabel6 : optionLabel;
-  const payload = { name: "payload", label: "Payload (JSON)", type: "json" };
-  const vendorClass = { name: "vendor_class", label: "Vendor class", nullable: true };
-  const options = crudSection({
-    title: "Options", noun: "option",
-    columns: [{ label: "Option", value: (o) => label(o.code) }, { label: "Value", value: payloadText },
-      ...(v6 ? [] : [{ label: "Vendor class", value: (o) => dash(o.vendor_class) }])],
-    fields: [],
-    editFields: v6 ? [payload] : [payload, vendorClass],
-    list: pageOf(`/subnets/${id}/options`),
-    update: (o, v) => patch(`/options/${o.id}`, v),
-    remove: (o) => del(`/options/${o.id}`),
-    describe: (o) => label(o.code),
-  });
-  if (can("operator")) {
-    const slot = options.querySelector(".panel");
-    const open = () => {
-      clear(slot).append(optionForm(id, async () => { await options.reload("option created."); },
-        () => clear(slot), v6 ? OPTION6_KINDS : OPTION_KINDS));
-      slot.querySelector("select")?.focus();
-    };
-    options.querySelector("h2").after(h("div", { class: "section-tools" },
-      h("button", { type: "button", class: "button primary small", onclick: open }, "New option")));
-  }
-  return options;
-}
-
 export async function subnetPage(view, { args }) {
   const [id] = args;
   const s = await get(`/subnets/${id}`);
@@ -195,7 +169,7 @@ export async function subnetPage(view, { args }) {
   view.append(map);
 
   const sections = await childSections(id, v6, () => { mapView.refresh(); usage.refresh(); });
-  const options = optionsSection(id, v6);
+  const options = optionsSection(`/subnets/${id}/options`, v6);
   const delegation = v6 ? pdPoolsSection(id) : null;
   view.append(...sections, options, ...(delegation ? [delegation] : []));
   await Promise.all([mapView.ready, ...sections.map((x) => x.ready), options.ready, delegation?.ready]);
