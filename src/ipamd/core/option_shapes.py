@@ -41,7 +41,8 @@ SERVER_OWNED: dict[int, str] = {
     12: "the host name comes from the reservation's hostname field",
     28: "the broadcast address is derived from the subnet's cidr",
     50: "the requested address is sent by clients only",
-    51: "the lease time is the subnet's lease_time_seconds field",
+    51: "the lease time is the subnet's lease_time_seconds field (a client's request is "
+        "honoured within min_lease_time_seconds and max_lease_time_seconds)",
     52: "option overload is decided by the server per packet",
     53: "the message type is set by the server per packet",
     54: "the server identifier is the appliance's dhcp.server_id setting",

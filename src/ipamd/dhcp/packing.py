@@ -180,7 +180,7 @@ def _spread(code: int, insts: list[bytes], free: list[int]) -> list[tuple[int, b
     lets a value be split at any octet): beside the usual options a 576-octet reply then
     carries ~440 octets of it, where whole 255-octet instances fit ~380 (the second must
     fit ``file``'s 127). ``free`` is taken from; None if it cannot fit."""
-    value = b"".join(inst[2:] for inst in insts)
+    value = b"".join([inst[2:] for inst in insts])
     where: list[tuple[int, bytes]] = []
     region, pos, nregions = 0, 0, len(free)
     while pos < len(value):
