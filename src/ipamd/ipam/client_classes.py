@@ -12,6 +12,7 @@ import asyncpg
 from ipamd.core import audit, identifiers
 from ipamd.core.errors import conflict, invalid
 from ipamd.core.rows import fetch_one
+from ipamd.ipam import options
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
 
@@ -154,5 +155,6 @@ async def delete(conn: asyncpg.Connection, actor: str, class_id: uuid.UUID) -> N
             f"client class {before['name']!r} is used by {plural(used, 'pool')}; "
             "detach it first (PATCH the pools' class_id to null)"
         )
+    await options.delete_owned(conn, actor, "class_id", class_id)
     await conn.execute("DELETE FROM client_classes WHERE id = $1", class_id)
     await audit.record(conn, actor, "delete", "client_class", class_id, before, None)

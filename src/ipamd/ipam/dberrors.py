@@ -52,6 +52,12 @@ CONSTRAINTS: dict[str, tuple[int, str]] = {
     "dhcp_options_unique": (
         409, "code: the subnet already has this option (for this vendor_class)"
     ),
+    "dhcp_options_class_unique": (
+        409, "code: the client class already has this option (for this vendor_class)"
+    ),
+    "dhcp_options_reservation_unique": (
+        409, "code: the reservation already has this option (for this vendor_class)"
+    ),
     "leases_live_ip": (409, "ip: the address is leased"),
 }
 

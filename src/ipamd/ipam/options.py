@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from ipamd.core import option6_shapes, option_shapes
+from ipamd.core import audit, option6_shapes, option_shapes
 from ipamd.core.errors import conflict, invalid, not_found
 from ipamd.core.tenancy import tenant_for_create
 from ipamd.ipam import children, subnets
@@ -205,6 +205,18 @@ async def _lock_for_change(conn: asyncpg.Connection,
         return "reservation_id", 4, await children.fetch(conn, KIND, option_id)
     await conn.execute("SELECT 1 FROM client_classes WHERE id = $1 FOR UPDATE", owner["class_id"])
     return "class_id", 4, await children.fetch(conn, KIND, option_id)
+
+
+async def delete_owned(conn: asyncpg.Connection, actor: str, column: str,
+                       owner_id: uuid.UUID) -> None:
+    """Delete a client class's or reservation's options before it goes, each audited (the
+    foreign key's cascade would take them silently)."""
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM {FROM} WHERE o.{column} = $1 ORDER BY o.id FOR UPDATE OF o",
+        owner_id)
+    for row in rows:
+        await conn.execute("DELETE FROM dhcp_options WHERE id = $1", row["id"])
+        await audit.record(conn, actor, "delete", KIND.noun, row["id"], public(row), None)
 
 
 @guarded

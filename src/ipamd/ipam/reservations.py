@@ -11,7 +11,7 @@ import asyncpg
 
 from ipamd.core import identifiers, validate
 from ipamd.core.errors import conflict, invalid
-from ipamd.ipam import children, license, occupancy
+from ipamd.ipam import children, license, occupancy, options
 from ipamd.ipam.dberrors import guarded
 
 COLUMNS = (
@@ -192,4 +192,6 @@ async def update(
 
 @guarded
 async def delete(conn: asyncpg.Connection, actor: str, reservation_id: uuid.UUID) -> None:
+    await children.fetch(conn, KIND, reservation_id, lock=True)  # 404 before its options
+    await options.delete_owned(conn, actor, "reservation_id", reservation_id)
     await children.delete(conn, actor, KIND, reservation_id)

@@ -74,9 +74,11 @@ async def test_class_options_mirror_the_subnets(operator):
     missing = "/client-classes/0192f000-0000-7000-8000-00000000dead/options"
     error_of(await operator.post(missing, json=DNS), 404, "not_found")
     error_of(await operator.get(missing), 404, "not_found")
-    # A class's options go with it.
+    # A class's options go with it, each delete audited.
     assert (await operator.delete(f"/client-classes/{pxe['id']}")).status_code == 204
     error_of(await operator.get(item), 404, "not_found")
+    trail = (await operator.get("/audit", params={"object_id": option["id"]})).json()["items"]
+    assert sorted(e["action"] for e in trail) == ["create", "delete", "update"]
 
 
 async def test_reservation_options_and_pxe_fields(operator):
@@ -94,7 +96,11 @@ async def test_reservation_options_and_pxe_fields(operator):
                     422, "validation_error").startswith("next_server")
     # The subnet's own list holds only the subnet's options.
     assert (await operator.get(f"/subnets/{s['id']}/options")).json()["items"] == []
+    other = created(await operator.post(path, json={"code": 15, "payload": {"value": "x.lan"}}))
     assert (await operator.delete(f"/options/{option['id']}")).status_code == 204
+    assert (await operator.delete(f"/reservations/{res['id']}")).status_code == 204
+    error_of(await operator.get(f"/options/{other['id']}"), 404, "not_found")
+    error_of(await operator.get(path), 404, "not_found")
 
     await prefix(operator, "2001:db8::/32")
     v6 = await subnet(operator, "2001:db8:1::/64", parent="2001:db8::/32")
