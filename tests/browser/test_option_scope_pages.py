@@ -1,8 +1,10 @@
 """A client class's and a reservation's pages (docs/api-ipam.md, "Option scopes"): their
 options listed and added through the per-code form, their fields edited; the API holds
-what the pages made."""
+what the pages made. The subnet page's effective options name each option's scope."""
 
 from __future__ import annotations
+
+import re
 
 import httpx
 from playwright.sync_api import expect
@@ -50,6 +52,17 @@ async def test_class_and_reservation_pages_edit_their_options(
                .locator("dd", has_text="5")).to_be_visible()
 
         v.go(f"#/subnets/{subnet['id']}")
+        # What the reserved client with option 93 = 7 would get, and from where.
+        eff = page.locator("section", has=page.get_by_role("heading", name="Effective options"))
+        eff.get_by_label("Client MAC").fill("02:00:00:00:78:50")
+        eff.get_by_label("Architecture (option 93)").fill("7")
+        eff.get_by_role("button", name="Show").click()
+        shown = eff.get_by_test_id("effective")
+        expect(shown).to_contain_text("Classes: uefi · Reservation: 127.78.0.50")
+        expect(shown).to_contain_text("Boot file: grubx64.efi (class uefi)")
+        expect(shown.get_by_role("row", name=re.compile("^6 — DNS servers"))).to_contain_text(
+            "class uefi")
+        expect(shown.get_by_role("row", name=re.compile("^1 — "))).to_contain_text("subnet")
         reservations = page.locator("section", has=page.get_by_role("heading", name="Reservations"))
         reservations.get_by_role("link", name="127.78.0.50", exact=True).click()
         expect(page.get_by_role("heading", name="Reservation 127.78.0.50")).to_be_visible()

@@ -7,6 +7,7 @@ import { addressMap } from "../map.js";
 import { dash, pageOf, pickerOf } from "../lists.js";
 import { familyFields, isV6, loadDdnsPickers, subnetFormFields, V6_NOTE } from "../subnet_fields.js";
 import { optionsSection } from "../subnet_options.js";
+import { effectiveSection } from "../effective.js";
 import { addressList6, pdPoolsSection, RESERVATION6 } from "../subnet_v6.js";
 
 // What a delete takes with it, said in its confirmation (docs/console.md).
@@ -171,6 +172,6 @@ export async function subnetPage(view, { args }) {
   const sections = await childSections(id, v6, () => { mapView.refresh(); usage.refresh(); });
   const options = optionsSection(`/subnets/${id}/options`, v6);
   const delegation = v6 ? pdPoolsSection(id) : null;
-  view.append(...sections, options, ...(delegation ? [delegation] : []));
+  view.append(...sections, options, v6 ? delegation : effectiveSection(id));
   await Promise.all([mapView.ready, ...sections.map((x) => x.ready), options.ready, delegation?.ready]);
 }
