@@ -54,12 +54,12 @@ $(VENV)/.made-by: FORCE
 	  if [ -e $(VENV) ]; then echo "$(VENV) was made by another interpreter: making it again with $(PYTHON_REAL)"; fi; \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(PYTHON_REAL)" > $@; fi
 
-# The DHCP hot path compiled by mypyc into build/mypyc (src/ipamd/dhcp/compiled.py), again
+# The DHCP hot paths (dhcp/, dhcp6/) compiled by mypyc into build/mypyc (src/ipamd/dhcp/compiled.py), again
 # after any change to a source there. Without it (or stale) the same modules run as Python.
 COMPILED := build/mypyc/stamp.json
 compiled: $(COMPILED)
 
-$(COMPILED): $(wildcard src/ipamd/dhcp/*.py) $(BIN)/.installed
+$(COMPILED): $(wildcard src/ipamd/dhcp/*.py src/ipamd/dhcp6/*.py) $(BIN)/.installed
 	$(BIN)/python -c 'import sys; from ipamd.dhcp.compiled import main; sys.exit(main())'
 
 define apt_ensure

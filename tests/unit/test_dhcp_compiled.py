@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 
 import ipamd.dhcp
+import ipamd.dhcp6
 from ipamd.dhcp import codec, compiled, engine
+from ipamd.dhcp6 import codec as codec6
+from ipamd.dhcp6 import engine as engine6
+from ipamd.dhcp6 import option_classes
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = Path(compiled.__file__).parent
+SOURCES = Path(compiled.__file__).parents[1]  # src/ipamd: the stamp's names are paths from here
 
 
 def _stamped(tmp_path: Path, **overrides: object) -> tuple[Path, Path]:
@@ -23,8 +27,9 @@ def _stamped(tmp_path: Path, **overrides: object) -> tuple[Path, Path]:
     source_dir, build_dir = tmp_path / "src", tmp_path / "build"
     source_dir.mkdir()
     build_dir.mkdir()
-    for name in compiled.HOT_PATH:
-        shutil.copy(SOURCES / f"{name}.py", source_dir)
+    for name in compiled.MODULES:
+        (source_dir / name).parent.mkdir(exist_ok=True)
+        shutil.copy(SOURCES / f"{name}.py", source_dir / f"{name}.py")
     stamp = {"abi": compiled._abi(), "sources": compiled.source_hashes(source_dir), **overrides}
     (build_dir / compiled.STAMP).write_text(json.dumps(stamp))
     return source_dir, build_dir
@@ -43,9 +48,17 @@ def test_a_source_edited_after_the_build_makes_it_stale_and_names_the_file(
     tmp_path: Path,
 ) -> None:
     source_dir, build_dir = _stamped(tmp_path)
-    with (source_dir / "engine.py").open("a") as f:
+    with (source_dir / "dhcp6" / "engine.py").open("a") as f:
         f.write("\n# edited\n")
-    assert compiled.check(build_dir, source_dir) == "stale: engine.py changed since the build"
+    assert compiled.check(build_dir, source_dir) == (
+        "stale: dhcp6/engine.py changed since the build")
+
+
+def test_one_list_names_both_rooms_hot_paths() -> None:
+    assert compiled.MODULES[0] == "dhcp/accept"
+    assert {"dhcp/engine", "dhcp6/codec", "dhcp6/engine"} <= set(compiled.MODULES)
+    assert len(set(compiled.MODULES)) == len(compiled.MODULES)
+    assert all((SOURCES / f"{name}.py").is_file() for name in compiled.MODULES)
 
 
 def test_a_build_for_another_interpreter_is_refused(tmp_path: Path) -> None:
@@ -56,7 +69,7 @@ def test_a_build_for_another_interpreter_is_refused(tmp_path: Path) -> None:
 def test_a_build_of_another_module_set_is_refused(tmp_path: Path) -> None:
     source_dir, build_dir = _stamped(tmp_path)
     stamp = json.loads((build_dir / compiled.STAMP).read_text())
-    stamp["sources"]["server"] = "0" * 64  # a module compiled then, not now
+    stamp["sources"]["dhcp/server"] = "0" * 64  # a module compiled then, not now
     (build_dir / compiled.STAMP).write_text(json.dumps(stamp))
     assert compiled.check(build_dir, source_dir) == "built for another set of modules"
 
@@ -70,14 +83,14 @@ def test_activate_leaves_the_package_alone_unless_the_build_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
-    path = [str(SOURCES)]
-    assert not compiled.activate(path, tmp_path)
-    assert path == [str(SOURCES)]
+    path = [str(SOURCES / "dhcp6")]
+    assert not compiled.activate(path, tmp_path, room="dhcp6")
+    assert path == [str(SOURCES / "dhcp6")]
     assert compiled.STATUS.startswith("pure Python: compiled hot path not built")
 
     monkeypatch.setenv(compiled.PURE_ENV, "1")
-    assert not compiled.activate(path, compiled.BUILD_DIR)
-    assert path == [str(SOURCES)] and compiled.PURE_ENV in compiled.STATUS
+    assert not compiled.activate(path, compiled.BUILD_DIR, room="dhcp6")
+    assert path == [str(SOURCES / "dhcp6")] and compiled.PURE_ENV in compiled.STATUS
 
 
 def test_a_build_that_does_not_load_leaves_the_package_alone(
@@ -86,9 +99,9 @@ def test_a_build_that_does_not_load_leaves_the_package_alone(
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
     _, build_dir = _stamped(tmp_path)  # a stamp matching these sources…
     (build_dir / f"{compiled.GROUP}__mypyc{compiled._abi()}").write_bytes(b"not a library")
-    path = [str(SOURCES)]
+    path = [str(SOURCES / "dhcp")]
     assert not compiled.activate(path, build_dir)  # …and a library that is not one
-    assert path == [str(SOURCES)]
+    assert path == [str(SOURCES / "dhcp")]
     assert compiled.STATUS.startswith("pure Python: compiled hot path does not load")
 
 
@@ -97,19 +110,21 @@ def test_a_build_that_does_not_load_leaves_the_package_alone(
 def test_make_test_runs_the_compiled_hot_path() -> None:
     assert compiled.check() is None
     assert ipamd.dhcp.__path__[0] == str(compiled.BUILD_DIR / "ipamd" / "dhcp")
-    for module in (codec, engine):
+    assert ipamd.dhcp6.__path__[0] == str(compiled.BUILD_DIR / "ipamd" / "dhcp6")
+    for module in (codec, engine, codec6, engine6, option_classes):
         assert module.__file__ and module.__file__.endswith(compiled._abi())
         assert Path(module.__file__).is_relative_to(compiled.BUILD_DIR)
 
 
-def test_the_pure_python_modules_pass_the_dhcp_unit_tests_too() -> None:
+def test_the_pure_python_modules_pass_the_dhcp_and_dhcp6_unit_tests_too() -> None:
     """The fallback (no compiler, a stale build) is the same code; keep it passing."""
     env = {**os.environ, compiled.PURE_ENV: "1"}
     env.pop("IPAMD_EXPECT_COMPILED", None)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/dhcp",
-         "tests/unit/test_dhcp_codec.py", "tests/unit/test_dhcp_relay_agent.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
+         "tests/unit/test_dhcp_codec.py", "tests/unit/test_dhcp_relay_agent.py",
+         "tests/unit/dhcp6"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=480, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
 
@@ -132,7 +147,7 @@ def test_a_second_build_of_the_same_sources_is_byte_identical(tmp_path: Path) ->
         return {str(p.relative_to(top)): p.read_bytes() for p in sorted(top.rglob("*.so"))}
 
     made, rebuilt = files(compiled.BUILD_DIR), files(again)
-    assert len(made) == len(compiled.HOT_PATH) + 1  # the modules and the group's library
+    assert len(made) == len(compiled.MODULES) + 1  # the modules and the group's library
     assert made.keys() == rebuilt.keys()
     assert [name for name in made if made[name] != rebuilt[name]] == []
     for blob in rebuilt.values():

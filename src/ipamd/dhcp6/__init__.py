@@ -11,3 +11,8 @@ changes to commit before it is sent; ``decision``, ``assign``).
 It shares the lease store, the plan and the committer with ``dhcp/`` (docs/DEVELOPING.md), and
 anything both servers need goes to ``core`` rather than being copied.
 """
+
+from ipamd.dhcp import compiled as _compiled
+
+# The packet work compiled with DHCPv4's hot path (one build: ipamd.dhcp.compiled.HOT_PATH).
+_compiled.activate(__path__, room="dhcp6")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from ipaddress import IPv6Address
-from typing import ClassVar
 
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.duid import Duid
@@ -55,12 +54,23 @@ CLIENT_HEADER_SIZE = 4  # msg-type + transaction-id
 RELAY_HEADER_SIZE = RELAY_HEAD.size  # 34
 
 
-class _Options:
-    """What both message shapes share: their type's name and typed look-ups over ``options``."""
+# What both message shapes share (their type's name, typed look-ups over ``options``) is
+# written in each: mypyc (ipamd.dhcp.compiled) puts a base class's annotated attributes
+# before a dataclass's own fields, and ``options`` has a default.
 
-    __slots__ = ()
+
+def _raw(options: list[Option], code: int) -> list[bytes]:
+    """The data of every instance of ``code``, typed or not (as on the wire)."""
+    return [o.encode() for o in options if o.code == code]
+
+
+@dataclass(slots=True)
+class Message:
+    """A client/server message (RFC 8415 §8)."""
+
     msg_type: int
-    options: list[Option]
+    transaction_id: int
+    options: list[Option] = field(default_factory=list)
 
     @property
     def type_name(self) -> str:
@@ -73,17 +83,7 @@ class _Options:
         return every(self.options, kind)
 
     def raw(self, code: int) -> list[bytes]:
-        """The data of every instance of ``code``, typed or not (as on the wire)."""
-        return [o.encode() for o in self.options if o.code == code]
-
-
-@dataclass(slots=True)
-class Message(_Options):
-    """A client/server message (RFC 8415 §8)."""
-
-    msg_type: int
-    transaction_id: int
-    options: list[Option] = field(default_factory=list)
+        return _raw(self.options, code)
 
     def to_bytes(self) -> bytes:
         if not 0 <= self.msg_type <= 0xFF or not 0 <= self.transaction_id < 1 << 24:
@@ -131,7 +131,7 @@ class Message(_Options):
 
 
 @dataclass(slots=True)
-class RelayMessage(_Options):
+class RelayMessage:
     """A Relay-forward or Relay-reply (RFC 8415 §9)."""
 
     msg_type: int
@@ -139,6 +139,19 @@ class RelayMessage(_Options):
     link_address: IPv6Address
     peer_address: IPv6Address
     options: list[Option] = field(default_factory=list)
+
+    @property
+    def type_name(self) -> str:
+        return p.MESSAGE_TYPE_NAMES.get(self.msg_type, str(self.msg_type))
+
+    def first(self, kind: type[OptionT]) -> OptionT | None:
+        return first(self.options, kind)
+
+    def every(self, kind: type[OptionT]) -> list[OptionT]:
+        return every(self.options, kind)
+
+    def raw(self, code: int) -> list[bytes]:
+        return _raw(self.options, code)
 
     def to_bytes(self) -> bytes:
         if not 0 <= self.msg_type <= 0xFF or not 0 <= self.hop_count <= 0xFF:
@@ -168,11 +181,13 @@ class RelayMessage(_Options):
 class RelayMsg(Option):
     """Relay Message (RFC 8415 §21.10): the relayed message, parsed."""
 
-    code: ClassVar[int] = p.OPTION_RELAY_MSG
     message: Message | RelayMessage
 
     def encode(self) -> bytes:
         return self.message.to_bytes()
+
+
+RelayMsg.code = p.OPTION_RELAY_MSG
 
 
 # --------------------------------------------------------------------------- parsing

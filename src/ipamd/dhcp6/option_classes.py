@@ -1,7 +1,8 @@
 """The DHCPv6 options (RFC 8415 §21 and the RFCs named below): one small class per option.
 
-Every class is a frozen dataclass (equal when its fields are) with a ``code`` and
-``encode()`` (its data, without code and length; ``option_framing``). Decoding them from
+Every class is a frozen dataclass (equal when its fields are) with a ``code`` (set on the
+class after it, ``option_framing.Option`` says why) and ``encode()`` (its data, without code
+and length; ``option_framing``). Decoding them from
 the wire is ``option_decoders``'; values: addresses are ``ipaddress.IPv6Address``, domain
 names tuples of raw labels (``core.dnswire``), DUIDs ``duid.Duid``.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv6Address, IPv6Network
-from typing import ClassVar
 
 from ipamd.core import dnswire
 from ipamd.dhcp6 import protocol as p
@@ -44,21 +44,22 @@ class DuidOption(Option):
 class ClientId(DuidOption):
     """Client Identifier (RFC 8415 §21.2)."""
 
-    code: ClassVar[int] = p.OPTION_CLIENTID
+
+ClientId.code = p.OPTION_CLIENTID
 
 
 @dataclass(frozen=True, slots=True)
 class ServerId(DuidOption):
     """Server Identifier (RFC 8415 §21.3)."""
 
-    code: ClassVar[int] = p.OPTION_SERVERID
+
+ServerId.code = p.OPTION_SERVERID
 
 
 @dataclass(frozen=True, slots=True)
 class StatusCode(Option):
     """Status Code (RFC 8415 §21.13): a code and a UTF-8 message for people."""
 
-    code: ClassVar[int] = p.OPTION_STATUS_CODE
     status: int
     message: str = ""
 
@@ -68,6 +69,9 @@ class StatusCode(Option):
     @property
     def name(self) -> str:
         return p.STATUS_NAMES.get(self.status, str(self.status))
+
+
+StatusCode.code = p.OPTION_STATUS_CODE
 
 
 class Nested(Option):
@@ -85,7 +89,6 @@ class Nested(Option):
 class IaAddress(Nested):
     """IA Address (RFC 8415 §21.6), inside an IA_NA."""
 
-    code: ClassVar[int] = p.OPTION_IAADDR
     address: IPv6Address
     preferred: int
     valid: int
@@ -96,11 +99,13 @@ class IaAddress(Nested):
         return head + encode_options(self.options)
 
 
+IaAddress.code = p.OPTION_IAADDR
+
+
 @dataclass(frozen=True, slots=True)
 class IaPrefix(Nested):
     """IA Prefix (RFC 8415 §21.22), inside an IA_PD."""
 
-    code: ClassVar[int] = p.OPTION_IAPREFIX
     preferred: int
     valid: int
     prefix_length: int
@@ -116,6 +121,9 @@ class IaPrefix(Nested):
     def network(self) -> IPv6Network:
         """The prefix as a network (host bits a client sent as a hint are cleared)."""
         return IPv6Network((self.prefix, self.prefix_length), strict=False)
+
+
+IaPrefix.code = p.OPTION_IAPREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,55 +143,63 @@ class Ia(Nested):
 class IaNa(Ia):
     """Identity Association for Non-temporary Addresses (RFC 8415 §21.4)."""
 
-    code: ClassVar[int] = p.OPTION_IA_NA
-
     @property
     def addresses(self) -> list[IaAddress]:
         return every(self.options, IaAddress)
+
+
+IaNa.code = p.OPTION_IA_NA
 
 
 @dataclass(frozen=True, slots=True)
 class IaPd(Ia):
     """Identity Association for Prefix Delegation (RFC 8415 §21.21)."""
 
-    code: ClassVar[int] = p.OPTION_IA_PD
-
     @property
     def prefixes(self) -> list[IaPrefix]:
         return every(self.options, IaPrefix)
+
+
+IaPd.code = p.OPTION_IA_PD
 
 
 @dataclass(frozen=True, slots=True)
 class OptionRequest(Option):
     """Option Request (RFC 8415 §21.7): the codes a client asks for, in its order."""
 
-    code: ClassVar[int] = p.OPTION_ORO
     codes: tuple[int, ...]
 
     def encode(self) -> bytes:
         return b"".join(c.to_bytes(2, "big") for c in self.codes)
 
 
+OptionRequest.code = p.OPTION_ORO
+
+
 @dataclass(frozen=True, slots=True)
 class Preference(Option):
     """Preference (RFC 8415 §21.8): 0..255; 255 makes a client take this Advertise at once."""
 
-    code: ClassVar[int] = p.OPTION_PREFERENCE
     value: int
 
     def encode(self) -> bytes:
         return bytes((self.value,))
 
 
+Preference.code = p.OPTION_PREFERENCE
+
+
 @dataclass(frozen=True, slots=True)
 class ElapsedTime(Option):
     """Elapsed Time (RFC 8415 §21.9), in hundredths of a second; 0xffff is "longer"."""
 
-    code: ClassVar[int] = p.OPTION_ELAPSED_TIME
     hundredths: int
 
     def encode(self) -> bytes:
         return self.hundredths.to_bytes(2, "big")
+
+
+ElapsedTime.code = p.OPTION_ELAPSED_TIME
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,37 +214,43 @@ class Flag(Option):
 class RapidCommit(Flag):
     """Rapid Commit (RFC 8415 §21.14): no data."""
 
-    code: ClassVar[int] = p.OPTION_RAPID_COMMIT
+
+RapidCommit.code = p.OPTION_RAPID_COMMIT
 
 
 @dataclass(frozen=True, slots=True)
 class ReconfigureAccept(Flag):
     """Reconfigure Accept (RFC 8415 §21.20): no data."""
 
-    code: ClassVar[int] = p.OPTION_RECONF_ACCEPT
+
+ReconfigureAccept.code = p.OPTION_RECONF_ACCEPT
 
 
 @dataclass(frozen=True, slots=True)
 class UserClass(Option):
     """User Class (RFC 8415 §21.15): opaque items, each with a 2-octet length."""
 
-    code: ClassVar[int] = p.OPTION_USER_CLASS
     items: tuple[bytes, ...]
 
     def encode(self) -> bytes:
         return items_data(self.items)
 
 
+UserClass.code = p.OPTION_USER_CLASS
+
+
 @dataclass(frozen=True, slots=True)
 class VendorClass(Option):
     """Vendor Class (RFC 8415 §21.16): an enterprise number and opaque items."""
 
-    code: ClassVar[int] = p.OPTION_VENDOR_CLASS
     enterprise: int
     items: tuple[bytes, ...]
 
     def encode(self) -> bytes:
         return self.enterprise.to_bytes(4, "big") + items_data(self.items)
+
+
+VendorClass.code = p.OPTION_VENDOR_CLASS
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +260,6 @@ class VendorOpts(Option):
     §21.17 recommends sub-options shaped as options; not every vendor follows it, so the
     data is kept as sent and :meth:`suboptions` reads it as such when asked."""
 
-    code: ClassVar[int] = p.OPTION_VENDOR_OPTS
     enterprise: int
     data: bytes
 
@@ -257,6 +278,9 @@ class VendorOpts(Option):
         return cls(enterprise, data)
 
 
+VendorOpts.code = p.OPTION_VENDOR_OPTS
+
+
 @dataclass(frozen=True, slots=True)
 class Opaque(Option):
     """An option whose data is kept as octets, as sent."""
@@ -271,25 +295,27 @@ class Opaque(Option):
 class InterfaceId(Opaque):
     """Interface-Id (RFC 8415 §21.18): opaque, set by a relay, echoed in the Relay-reply."""
 
-    code: ClassVar[int] = p.OPTION_INTERFACE_ID
+
+InterfaceId.code = p.OPTION_INTERFACE_ID
 
 
 @dataclass(frozen=True, slots=True)
 class DnsServers(Option):
     """DNS Recursive Name Server (RFC 3646 §3)."""
 
-    code: ClassVar[int] = p.OPTION_DNS_SERVERS
     addresses: tuple[IPv6Address, ...]
 
     def encode(self) -> bytes:
         return b"".join(a.packed for a in self.addresses)
 
 
+DnsServers.code = p.OPTION_DNS_SERVERS
+
+
 @dataclass(frozen=True, slots=True)
 class DomainList(Option):
     """Domain Search List (RFC 3646 §4): absolute names, uncompressed (RFC 8415 §10)."""
 
-    code: ClassVar[int] = p.OPTION_DOMAIN_LIST
     names: tuple[dnswire.Labels, ...]
 
     def encode(self) -> bytes:
@@ -300,11 +326,13 @@ class DomainList(Option):
         return [dnswire.text(name) for name in self.names]
 
 
+DomainList.code = p.OPTION_DOMAIN_LIST
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteId(Option):
     """Relay Agent Remote-ID (RFC 4649 §3): an enterprise number and the relay's identifier."""
 
-    code: ClassVar[int] = p.OPTION_REMOTE_ID
     enterprise: int
     remote_id: bytes
 
@@ -312,18 +340,21 @@ class RemoteId(Option):
         return self.enterprise.to_bytes(4, "big") + self.remote_id
 
 
+RemoteId.code = p.OPTION_REMOTE_ID
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriberId(Opaque):
     """Relay Agent Subscriber-ID (RFC 4580 §2): opaque, at least one octet."""
 
-    code: ClassVar[int] = p.OPTION_SUBSCRIBER_ID
+
+SubscriberId.code = p.OPTION_SUBSCRIBER_ID
 
 
 @dataclass(frozen=True, slots=True)
 class ClientFqdn(Option):
     """Client FQDN (RFC 4704 §4): flags (N, O, S) and a name, possibly partial or empty."""
 
-    code: ClassVar[int] = p.OPTION_CLIENT_FQDN
     flags: int
     labels: dnswire.Labels = ()
     absolute: bool = False
@@ -338,12 +369,14 @@ class ClientFqdn(Option):
         return dnswire.text(self.labels, self.absolute)
 
 
+ClientFqdn.code = p.OPTION_CLIENT_FQDN
+
+
 @dataclass(frozen=True, slots=True)
 class NtpServer(Option):
     """NTP Server (RFC 5908 §4): sub-options, each a server address (1), a multicast
     address (2) or a server name (3); kept in their order as (code, data)."""
 
-    code: ClassVar[int] = p.OPTION_NTP_SERVER
     suboptions: tuple[tuple[int, bytes], ...]
 
     def encode(self) -> bytes:
@@ -364,22 +397,26 @@ class NtpServer(Option):
                 for c, v in self.suboptions if c == p.NTP_SUBOPTION_SRV_FQDN]
 
 
+NtpServer.code = p.OPTION_NTP_SERVER
+
+
 @dataclass(frozen=True, slots=True)
 class BootfileUrl(Option):
     """Boot File URL (RFC 5970 §3.1): a URL in US-ASCII."""
 
-    code: ClassVar[int] = p.OPTION_BOOTFILE_URL
     url: str
 
     def encode(self) -> bytes:
         return self.url.encode("ascii")
 
 
+BootfileUrl.code = p.OPTION_BOOTFILE_URL
+
+
 @dataclass(frozen=True, slots=True)
 class ClientLinkLayer(Option):
     """Client Link-Layer Address (RFC 6939 §4), added by the relay next to the client."""
 
-    code: ClassVar[int] = p.OPTION_CLIENT_LINKLAYER_ADDR
     link_type: int
     address: bytes
 
@@ -393,15 +430,20 @@ class ClientLinkLayer(Option):
         return None
 
 
+ClientLinkLayer.code = p.OPTION_CLIENT_LINKLAYER_ADDR
+
+
 @dataclass(frozen=True, slots=True)
 class SolMaxRt(Option):
     """SOL_MAX_RT (RFC 8415 §21.24): the most seconds between a client's Solicits."""
 
-    code: ClassVar[int] = p.OPTION_SOL_MAX_RT
     seconds: int
 
     def encode(self) -> bytes:
         return self.seconds.to_bytes(4, "big")
+
+
+SolMaxRt.code = p.OPTION_SOL_MAX_RT
 
 
 def items_data(items: Iterable[bytes]) -> bytes:

@@ -207,8 +207,8 @@ def _dec_ntp_server(value: bytes) -> Option:
         if code == p.NTP_SUBOPTION_SRV_FQDN:
             try:
                 _, _, end = dnswire.decode(data)
-            except ValueError as error:
-                raise Malformed("bad_domain_name", f"option 56: {error}") from None
+            except ValueError as bad:  # not `error`: mypyc types it Malformed, as above
+                raise Malformed("bad_domain_name", f"option 56: {bad}") from None
             if end != len(data):
                 raise Malformed("bad_ntp_server", "data after the server name")
     return NtpServer(tuple(subs))

@@ -10,7 +10,6 @@ out of its place). The option classes are in ``option_classes``, their decoders 
 
 from __future__ import annotations
 
-import abc
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -28,16 +27,21 @@ INFINITY = 0xFFFFFFFF  # RFC 8415 §7.7: a lifetime or T1/T2 of all ones never e
 OptionT = TypeVar("OptionT", bound="Option")
 
 
-class Option(abc.ABC):
+class Option:
     """An option: ``code`` and ``encode()`` (the option-data; code and length are added by
-    :func:`encode_options`). Abstract: every option class says how it is written."""
+    :func:`encode_options`). Every option class says how it is written.
+
+    Shaped for mypyc (the compiled hot path, ``ipamd.dhcp.compiled``): no ``abc.ABC`` (its
+    dataclass subclasses with slots fail to import compiled), and each class's ``code`` is
+    set on the class after its body, since mypyc makes a ``ClassVar`` in a dataclass body a
+    field."""
 
     __slots__ = ()
     code: ClassVar[int]
 
-    @abc.abstractmethod
     def encode(self) -> bytes:
         """The option-data, without the code and length."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how it is written")
 
 
 # --------------------------------------------------------------------------- framing
