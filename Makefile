@@ -19,12 +19,12 @@ export IPAMD_CONFIG ?= $(CURDIR)/config/ipamd.toml
 # gcc: mypyc's C for the DHCP hot path (see compiled) and gssapi's build.
 RUN_PACKAGES := postgresql postgresql-contrib iproute2 libkrb5-dev python3-venv python3-dev gcc
 TEST_PACKAGES := $(RUN_PACKAGES) isc-dhcp-client isc-dhcp-relay busybox chromium
-TEST_PACKAGES += dhcpcd-base  # a second DHCPv6 client for the end-to-end tests (issue 49)
-TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (issue 14)
-TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS (issue 13)
+TEST_PACKAGES += dhcpcd-base  # a second DHCPv6 client (tests/e2e/dhcp6)
+TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (docs/operations-monitoring.md)
+TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS adapters (docs/dns.md)
 TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client dnsperf wrk
-BENCH_PACKAGES += kea-dhcp6-server  # bench_dhcp6.py: kea-dhcp6 beside perfdhcp -6 (kea-admin) (issue 49)
+BENCH_PACKAGES += kea-dhcp6-server  # bench_dhcp6: kea-dhcp6 beside perfdhcp -6
 # `make lint`: the console's JavaScript linter (Debian's eslint, with its node modules).
 LINT_PACKAGES := eslint
 # `make ha-lab` only (docs/scale-out.md): Patroni and etcd, too heavy for CI.
