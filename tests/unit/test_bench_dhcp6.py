@@ -136,12 +136,20 @@ def test_the_summary_takes_the_median_of_the_runs_zero_drop_rates() -> None:
     assert "zero-drop >= kea-mem's (median of 3): met (1.20x)" in text
 
 
+def test_a_zero_drop_figure_at_the_top_of_the_sweep_is_marked() -> None:
+    results = [clean("kea-mem", 500), clean("kea-mem", 1000), clean("ipamd", 500),
+               failed("ipamd", 1000)]
+    text = "\n".join(b6.summary(results, ["kea-mem", "ipamd"], 1))
+    assert "kea-mem    zero-drop  1,000.0 SARR/s [1,000+]" in text
+    assert "ipamd      zero-drop    500.0 SARR/s [500]" in text
+
+
 def test_a_run_without_a_clean_rate_counts_as_zero() -> None:
     results = [failed("ipamd", 1000, 1), clean("ipamd", 1000, 2), clean("kea-mem", 1000, 1),
                clean("kea-mem", 1000, 2)]
     assert b6.best_clean(results, "ipamd", 1) is None
     text = "\n".join(b6.summary(results, ["kea-mem", "ipamd"], 2))
-    assert "ipamd      zero-drop    500.0 SARR/s [-, 1,000]" in text
+    assert "ipamd      zero-drop    500.0 SARR/s [-, 1,000+]" in text
     assert "(median of 2): NOT met (0.50x)" in text
 
 
