@@ -61,6 +61,10 @@ class Notifications:
     def __aiter__(self) -> trio.MemoryReceiveChannel[str]:
         return self._payloads
 
+    async def receive(self) -> str:
+        """The next payload (waits for it)."""
+        return await self._payloads.receive()
+
     async def release(self) -> None:
         """Close the listening connection; never raises."""
         await self._release()
