@@ -159,6 +159,7 @@ async def test_dhclient_lease_registers_and_release_removes(
         "ddns_reverse_zone": REVERSE})
     await _post(admin, f"/subnets/{subnet['id']}/pools",
                 {"name": "clients", "start_ip": "10.77.53.50", "end_ip": "10.77.53.60"})
+    await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")
 
     client = dhcp_lab.Dhclient(dhcp_net, tmp_path, "E2E_Host")

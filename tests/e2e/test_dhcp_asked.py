@@ -48,6 +48,7 @@ async def subnet(admin: httpx.AsyncClient, appliance: runtime.Running, dhcp_net:
         "min_lease_time_seconds": LOW, "max_lease_time_seconds": HIGH})
     await post(admin, f"/subnets/{made['id']}/pools",
                {"name": "clients", "start_ip": POOL[0], "end_ip": POOL[1]})
+    await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")
     return made
 
@@ -97,10 +98,12 @@ SEARCH = [f"s{i:03d}.example.com" for i in range(22)] + ["ab"]
 
 async def test_a_400_octet_domain_search_reaches_dhclient_intact(
     dhcp_net: DhcpNet, subnet: dict[str, Any], admin: httpx.AsyncClient, tmp_path: Path,
+    appliance: runtime.Running,
 ) -> None:
     made = await post(admin, f"/subnets/{subnet['id']}/options",
                       {"code": 119, "payload": {"domains": SEARCH}})
     assert made["payload"] == {"domains": SEARCH}
+    await dhcp_lab.plan_caught_up(appliance)
     client, _ = await bound_asking(dhcp_net, tmp_path, "also request domain-search;\n")
     told = await leased_options(tmp_path / "dhclient.leases")
     assert told["domain-search"] == ", ".join(f'"{name}."' for name in SEARCH), told

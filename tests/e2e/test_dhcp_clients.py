@@ -76,6 +76,7 @@ async def subnet_id(admin: httpx.AsyncClient, appliance: runtime.Running,
                {"name": "clients", "start_ip": POOL[0], "end_ip": POOL[1]})
     await post(admin, f"/subnets/{subnet['id']}/reservations",
                {"ip": RESERVED_IP, "mac": RESERVED_MAC, "hostname": "reserved"})
+    await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")
     return subnet["id"]
 

@@ -67,6 +67,7 @@ async def subnet_id(admin: httpx.AsyncClient, appliance: runtime.Running,
                               {"ip": RESERVED_IP, "mac": RESERVED_MAC})
     await _post(admin, f"/reservations/{reservation['id']}/options",
                 {"code": 6, "payload": {"addresses": [RESERVED_DNS]}})
+    await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")
     return str(sid)
 

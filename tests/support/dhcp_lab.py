@@ -22,6 +22,8 @@ from typing import Any
 
 import trio
 
+from ipamd import runtime
+from ipamd.dhcp import plan_loader
 from tests.support.netns import Lab
 
 LAN = "10.77.1.0/24"
@@ -40,6 +42,16 @@ class DhcpNet:
     relay_up_if: str
     client_if: str
     relay: subprocess.Popen[Any] | None = None
+
+
+async def plan_caught_up(running: runtime.Running, timeout: float = 20) -> None:
+    """Until the DHCP server's plan is as new as the database's: it reloads on the plan's
+    NOTIFY, a moment after an API write commits, so a client started right after the write
+    could otherwise be answered from the plan before it (seen in CI under load)."""
+    wanted = await running.state.db.run(plan_loader.version)
+    with trio.fail_after(timeout):
+        while running.state.dhcp.plans.current.version < wanted:  # type: ignore[union-attr]
+            await trio.sleep(0.05)
 
 
 def build(lab: Lab, lan_net: str = LAN, gateway: str = GATEWAY,
