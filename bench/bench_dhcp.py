@@ -511,16 +511,6 @@ def report(result: Result, what: str = "") -> None:
           flush=True)
 
 
-def preflight() -> None:
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        raise BenchError(f"missing commands: {', '.join(missing)} (Debian packages: iproute2, "
-                         "kea-admin (perfdhcp, kea-admin), kea-dhcp4-server, postgresql-client)")
-    reason = netns.unavailable_reason()
-    if reason:
-        raise BenchError(reason)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)),
@@ -570,7 +560,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    preflight()
+    dhcp_rig.preflight(TOOLS, "kea-dhcp4-server")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = RESULTS / f"dhcp-{stamp}"
     out.mkdir(parents=True)

@@ -529,16 +529,6 @@ def report(result: Result) -> None:
 
 # --- main ------------------------------------------------------------------------------------
 
-def preflight() -> None:
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        raise BenchError(f"missing commands: {', '.join(missing)} (Debian packages: iproute2, "
-                         "kea-admin (perfdhcp, kea-admin), kea-dhcp6-server, postgresql-client)")
-    reason = netns.unavailable_reason()
-    if reason:
-        raise BenchError(reason)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)),
@@ -623,7 +613,7 @@ def sweep(rig: Rig, args: argparse.Namespace, template: str | None) -> list[Resu
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    preflight()
+    dhcp_rig.preflight(TOOLS, "kea-dhcp6-server")
     out = RESULTS / f"dhcp6-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True)
     signal.signal(signal.SIGTERM, terminate)

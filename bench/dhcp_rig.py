@@ -130,6 +130,18 @@ class Rig(abc.ABC):
 
 # --- the work directory and PostgreSQL ----------------------------------------------------
 
+def preflight(tools: tuple[str, ...], kea_server_package: str) -> None:
+    """Refuse to start without the commands a DHCP bench runs, or without namespaces."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        raise BenchError(f"missing commands: {', '.join(missing)} (Debian packages: iproute2, "
+                         f"kea-admin (perfdhcp, kea-admin), {kea_server_package}, "
+                         "postgresql-client)")
+    reason = netns.unavailable_reason()
+    if reason:
+        raise BenchError(reason)
+
+
 def sweep_stale_work() -> None:
     """Stop and remove what a bench killed outright (SIGKILL) left: its postgres, its files."""
     for path in Path(tempfile.gettempdir()).glob(WORK_PREFIX + "*"):
