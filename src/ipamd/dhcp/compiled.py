@@ -33,7 +33,7 @@ HOT_PATH: dict[str, tuple[str, ...]] = {
     "dhcp": (
         "accept", "classify", "codec", "context", "destination", "dispatch", "engine",
         "freepool", "identity", "leasecache", "message", "options", "outgoing", "packing",
-        "plan", "relay_agent", "relays", "reply", "scopes", "subnet_select",
+        "plan", "relay_agent", "relays", "reply", "scopes", "shared", "subnet_select",
     ),
     "dhcp6": (
         "assign", "bindings", "classify", "codec", "decision", "duid", "engine",

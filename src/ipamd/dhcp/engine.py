@@ -47,6 +47,7 @@ from ipamd.dhcp.options import (
 )
 from ipamd.dhcp.plan import Subnet
 from ipamd.dhcp.reply import build
+from ipamd.dhcp.shared import move_to, pick_beyond, settle
 from ipamd.dhcp.subnet_select import select_subnet
 
 MAX_ATTEMPTS = 4  # picks per transaction when the database keeps refusing them
@@ -157,6 +158,8 @@ def _claim(env: Env, tx: Exchange, op: Op) -> Op:
 def _discover(tx: Exchange, env: Env) -> Decision:
     subnet = tx.subnet
     assert subnet is not None
+    if subnet.shared:
+        subnet = settle(tx, env)  # the member where the client already has an address
     cache = env.cache
     _lapse_holds(env)
     _ask_lease_time(tx, subnet)  # the Offer's 51/58/59
@@ -180,6 +183,11 @@ def _discover(tx: Exchange, env: Env) -> Decision:
     else:
         ip = env.picker.pick(subnet, tx.classes, cache.ips(subnet.id), env.pending_in(subnet.id),
                              cache.holds.ips(subnet.id))
+        if ip is None and subnet.shared:
+            beyond = pick_beyond(tx, env)  # the other members' pools, in the group's order
+            if beyond is not None:
+                subnet, ip = beyond
+                _ask_lease_time(tx, subnet)  # the Offer's 51/58/59 are that member's
     if ip is None:
         return "no_address"
     return _offer(tx, env, ip)
@@ -195,7 +203,6 @@ def _request(tx: Exchange, env: Env) -> Decision:
     assert subnet is not None
     msg = tx.msg
     wanted = _requested(tx)
-    seconds = _ask_lease_time(tx, subnet)
     selecting = SERVER_ID in msg.options
     if selecting or (wanted is not None and not msg.ciaddr):
         if wanted is None:
@@ -205,8 +212,11 @@ def _request(tx: Exchange, env: Env) -> Decision:
         ip = msg.ciaddr  # RENEWING (unicast) or REBINDING (broadcast)
     else:
         return "bad_request"
+    if subnet.shared and not subnet.contains(ip):
+        subnet = move_to(tx, env, ip)  # an address of another member of the group
     if not subnet.contains(ip):
         return _reply(tx, env, NAK, message="requested address is not on this network")
+    seconds = _ask_lease_time(tx, subnet)
     cache = env.cache
     lease = cache.client(subnet.id, tx.client_key)
     if lease is not None and lease.ip == ip:
@@ -245,6 +255,8 @@ def _decline(tx: Exchange, env: Env) -> Decision:
         return "bad_request"
     subnet = tx.subnet
     assert subnet is not None
+    if subnet.shared and not subnet.contains(ip):
+        subnet = move_to(tx, env, ip)
     probation = env.config.decline_probation_seconds
     hold = env.cache.holds.client(subnet.id, tx.client_key)
     lease = env.cache.client(subnet.id, tx.client_key)
@@ -261,7 +273,11 @@ def _decline(tx: Exchange, env: Env) -> Decision:
 def _release(tx: Exchange, env: Env) -> Decision:
     if not tx.msg.ciaddr:
         return "bad_request"
-    subnet_id = tx.subnet.id  # type: ignore[union-attr]  # subnet_select set it
+    subnet = tx.subnet
+    assert subnet is not None
+    if subnet.shared and not subnet.contains(tx.msg.ciaddr):
+        subnet = move_to(tx, env, tx.msg.ciaddr)
+    subnet_id = subnet.id
     hold = env.cache.holds.client(subnet_id, tx.client_key)
     if hold is not None and hold.ip == tx.msg.ciaddr:
         env.cache.holds.drop(hold.subnet_id, hold.client_key)  # never acknowledged

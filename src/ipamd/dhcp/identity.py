@@ -8,6 +8,7 @@ RFC 4361 identifier (type 255), then the MAC (Ethernet only).
 from __future__ import annotations
 
 from ipamd.core import dnsname
+from ipamd.dhcp.codec import DhcpMessage
 from ipamd.dhcp.context import Env, Exchange
 from ipamd.dhcp.options import (
     CLIENT_ID,
@@ -17,7 +18,7 @@ from ipamd.dhcp.options import (
     MalformedPacket,
     decode_client_fqdn,
 )
-from ipamd.dhcp.plan import performs_dns_updates
+from ipamd.dhcp.plan import Reservation, Subnet, performs_dns_updates
 
 _NAME_MAX = 253
 
@@ -28,22 +29,29 @@ def _clean(text: str) -> str | None:
     return text[:_NAME_MAX] or None
 
 
+def reservation_in(subnet: Subnet, msg: DhcpMessage) -> Reservation | None:
+    """The client's reservation in ``subnet``, if it has one."""
+    if not (subnet.by_mac or subnet.by_client_id or subnet.by_duid):
+        return None
+    cid = msg.options.get(CLIENT_ID)
+    found = None
+    if cid:
+        found = subnet.by_client_id.get(cid)
+        if found is None and len(cid) > 5 and cid[0] == 255:
+            found = subnet.by_duid.get(cid[5:].hex())
+    if found is None and msg.htype == HTYPE_ETHER and msg.hlen == 6:
+        found = subnet.by_mac.get(msg.chaddr[:6])
+    return found
+
+
 def identify(tx: Exchange, env: Env) -> None:
     msg = tx.msg
     opts = msg.options
     cid = opts.get(CLIENT_ID)
-    ether = msg.htype == HTYPE_ETHER and msg.hlen == 6
     tx.client_key = cid if cid else bytes((msg.htype,)) + msg.chaddr[: msg.hlen]
     subnet = tx.subnet
     if subnet is not None and (subnet.by_mac or subnet.by_client_id or subnet.by_duid):
-        found = None
-        if cid:
-            found = subnet.by_client_id.get(cid)
-            if found is None and len(cid) > 5 and cid[0] == 255:
-                found = subnet.by_duid.get(cid[5:].hex())
-        if found is None and ether:
-            found = subnet.by_mac.get(msg.chaddr[:6])
-        tx.reservation = found
+        tx.reservation = reservation_in(subnet, msg)
     raw = opts.get(HOSTNAME)
     if raw:
         tx.hostname = _clean(raw.decode("utf-8", "replace"))

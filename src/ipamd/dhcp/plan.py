@@ -16,6 +16,7 @@ from typing import Any
 
 from ipamd.core import identifiers
 from ipamd.core.option_shapes import MAX_VALUE, wire
+from ipamd.dhcp.groups import link_members
 from ipamd.dhcp.options import (
     BROADCAST_ADDRESS,
     CLIENT_ID,
@@ -143,11 +144,16 @@ class Subnet:
     # (lowest, highest) lease time a client's option 51 may get; None: the option is not read
     # and every client gets lease_time (Kea's rule when no bounds are set).
     lease_bounds: tuple[int, int] | None = None
+    # The ping check's wait for an echo reply before an Offer (s); 0: off (dhcp/pingcheck.py).
+    ping_timeout: float = 0.0
     # Reply options per (parameter request list, vendor class); filled by the reply stage.
     reply_memo: dict[tuple[bytes, bytes | None], dict[int, bytes]] = field(default_factory=dict)
     # Encoded replies' options per (type, INFORM?, server id, 55, 60); the reply stage's.
     wire_memo: dict[tuple[int, bool, int, bytes, bytes | None], Any] = field(
         default_factory=dict)
+    # In a shared network: the members' ids, this subnet's first, then the others in the
+    # order new addresses are tried (dhcp/shared.py); empty for a subnet on a link alone.
+    shared: tuple[uuid.UUID, ...] = ()
 
     def contains(self, ip: int) -> bool:
         return ip & self.mask == self.network
@@ -328,6 +334,7 @@ def build(rows: Mapping[str, Any]) -> Plan:
         subnet.lease_options = lease_options(subnet.lease_time)
         _options(subnet, stored.get(subnet.id, ()), row["ntp_servers"] or ())
         subnets[subnet.id] = subnet
+    link_members(subnets, rows["subnets"])
     classes = _classes(rows["classes"], rows.get("class_options", ()))
     return Plan(
         subnets=subnets,
@@ -352,6 +359,7 @@ def _subnet(row: Mapping[str, Any]) -> Subnet:
         ddns_adapter=row["ddns_adapter"] or "none",
         ddns_zone=row.get("ddns_zone") if row.get("ddns_server_id")
         or row["ddns_adapter"] == "embedded" else None, lease_bounds=_lease_bounds(row),
+        ping_timeout=row["ping_timeout_ms"] / 1000 if row.get("ping_check") else 0.0,
     )
 
 
