@@ -286,8 +286,12 @@ def _release(tx: Exchange, env: Env) -> Decision:
 
 
 def _inform(tx: Exchange, env: Env) -> Decision:
-    if not tx.msg.ciaddr and not tx.msg.giaddr:
+    ciaddr = tx.msg.ciaddr
+    if not ciaddr and not tx.msg.giaddr:
         return "bad_request"
+    subnet = tx.subnet
+    if subnet is not None and subnet.shared and ciaddr and not subnet.contains(ciaddr):
+        move_to(tx, env, ciaddr)  # the options of the member the client's address is in
     return _reply(tx, env, ACK)
 
 

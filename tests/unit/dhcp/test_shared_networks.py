@@ -160,3 +160,11 @@ def test_a_subnet_alone_is_served_as_before() -> None:
     nak = _reply(decide(tx_for(request(o.REQUEST, MAC1, giaddr="10.77.20.1",
                                        requested="10.77.8.11")), env))
     assert nak.message_type == o.NAK  # B's address is not C's network: no group there
+
+
+def test_inform_from_another_members_address_gets_that_members_options() -> None:
+    env = make_env(_plan())
+    ack = _reply(decide(tx_for(request(o.INFORM, MAC1, giaddr=RELAY, ciaddr="10.77.8.40")),
+                        env))
+    assert ack.message_type == o.ACK
+    assert ack.options[o.SUBNET_MASK] == B_MASK and ack.options[o.ROUTER] == B_ROUTER
