@@ -13,6 +13,8 @@ The rules (docs/DEVELOPING.md, "The room map", explains them):
 - Nothing but the entry points (`cli`, `__main__`) imports `runtime` or `cli`; nothing but
   `runtime` and the entry points imports `api`.
 - No two rooms import each other.
+- `importer` (`ipamd-import`) imports nothing else of ipamd, and of third-party packages only
+  httpx: it talks to the appliance through the HTTP API alone.
 
 Usage: `python -m tests.support.import_contract [SRC_PACKAGE_DIR]` prints one line per broken
 rule (file, line, the import, the rule) and exits 1; silent with exit 0 when the tree keeps it.
@@ -35,6 +37,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "db": frozenset({"core"}),
     # the messages between a node's processes: plain records, shared by both ends
     "messages": frozenset(),
+    # `ipamd-import`: speaks only the HTTP API, runs on a laptop (docs/migrating.md)
+    "importer": frozenset(),
+}
+# room -> the only third-party packages it may import (besides the standard library)
+EXTERNAL: dict[str, frozenset[str]] = {
+    "importer": frozenset({"httpx"}),
 }
 # room -> rooms it must never import
 FORBIDDEN: dict[str, frozenset[str]] = {
@@ -123,6 +131,40 @@ def imports_of(path: Path, root: Path) -> list[Import]:
     return found
 
 
+def third_party_of(path: Path, root: Path) -> list[Import]:
+    """Every import of a package outside ipamd and the standard library in one file."""
+    source = room_of(_module_of(path, root)) or PACKAGE
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top not in (PACKAGE, "__future__") and top not in sys.stdlib_module_names:
+                found.append(Import(path, node.lineno, source, top, name))
+    return found
+
+
+def _third_party_violations(root: Path) -> list[Violation]:
+    out: list[Violation] = []
+    for path in sorted(root.rglob("*.py")):
+        source = room_of(_module_of(path, root))
+        allowed = EXTERNAL.get(source or "")
+        if allowed is None:
+            continue
+        for imp in third_party_of(path, root):
+            if imp.target not in allowed:
+                only = ", ".join(sorted(allowed))
+                out.append(Violation(imp, f"{imp.source} may import only the standard library "
+                                          f"and {only}"))
+    return out
+
+
 def collect(root: Path) -> list[Import]:
     found: list[Import] = []
     for path in sorted(root.rglob("*.py")):
@@ -155,7 +197,7 @@ def check(root: Path) -> list[Violation]:
         if back is not None and a < b:
             out.append(Violation(imp, f"two-way pair: {b} imports {a} too ({back.name})"))
             out.append(Violation(back, f"two-way pair: {a} imports {b} too ({imp.name})"))
-    return out
+    return out + _third_party_violations(root)
 
 
 def graph(root: Path) -> dict[str, set[str]]:

@@ -123,3 +123,21 @@ def test_the_command_fails_with_the_offending_import(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "ipam/x.py:1: ipam imports ipamd.api.errors" in out
     assert import_contract.main(["import_contract", str(SRC)]) == 0
+
+
+def test_the_importer_stands_alone_on_the_http_api(tmp_path):
+    package = _tree(tmp_path, {
+        "core/errors.py": "class DomainError(Exception): ...\n",
+        "importer/model.py": "import json\nimport httpx\nfrom ipamd.importer import cli\n",
+        "importer/cli.py": """\
+            import trio
+            from ipamd.core import errors
+            """,
+    })
+    broken = [str(v).split("/ipamd/", 1)[1] for v in import_contract.check(package)]
+    assert sorted(broken) == [
+        "importer/cli.py:1: importer imports trio (importer may import only the standard "
+        "library and httpx)",
+        "importer/cli.py:2: importer imports ipamd.core (importer may import only no "
+        "other room)",
+    ]

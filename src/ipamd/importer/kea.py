@@ -29,7 +29,7 @@ from ipamd.importer.model import (
     option_key,
     shared_network_key,
 )
-from ipamd.importer.options import NAMES4, NAMES6, Unmappable
+from ipamd.importer.options import NAMES4, NAMES6, OTHER6, Unmappable
 
 # Parameters with no meaning on the appliance: reported once each, as notes.
 NOT_APPLICABLE: dict[str, str] = {
@@ -85,6 +85,11 @@ def read(path: str, resolver: Resolver | None = None) -> Plan:
     """The plan for a Kea configuration file; `ReadError` when it cannot be read at all."""
     top = kea_syntax.load(path)
     plan = Plan()
+    for node, key, found in list(kea_syntax.placeholders(top)):
+        # An unrendered template: the value means nothing yet, so the parameter is left out.
+        plan.refuse(key, node.at(key), f"holds the template placeholder {found}: render the "
+                    "template into a configuration first")
+        del node[key]
     servers = [name for name in ("Dhcp4", "Dhcp6") if name in top]
     if not servers:
         raise ReadError(path, top.source.line, "no Dhcp4 or Dhcp6 section (a Kea DHCP "
@@ -209,7 +214,7 @@ class _Server:
         if space != f"dhcp{self.family}":
             raise Unmappable(f"option space {space!r} (encapsulated suboptions) has no "
                              "equivalent; give the encapsulating option as hex")
-        names = NAMES4 if self.family == 4 else NAMES6
+        names = NAMES4 if self.family == 4 else {**OTHER6, **NAMES6}
         name, code = entry.get("name"), entry.get("code")
         custom = None
         if name in self.defs:

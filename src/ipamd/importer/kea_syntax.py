@@ -86,6 +86,9 @@ class _Lexer:
             elif kind in ("string", "number", "word"):
                 yield "value", _scalar(path, line, kind, match.group()), Source(path, line)
             elif kind == "punct":
+                if text.startswith(("{{", "{%"), pos - 1):
+                    raise ReadError(path, line, "a template placeholder ({{ ... }}): render "
+                                    "the template into a configuration first")
                 yield match.group(), None, Source(path, line)
         yield "end", None, Source(path, line)
 
@@ -221,6 +224,33 @@ class _Parser:
             raise self.fail("the file ends early" if self.kind == "end"
                             else f"expected {kind!r}, found {self.kind!r}")
         self.advance()
+
+
+PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _placeholder(value: Any) -> str | None:
+    """The first template placeholder in a string or a list of strings."""
+    for item in value if isinstance(value, KList) else [value]:
+        found = PLACEHOLDER.search(item) if isinstance(item, str) else None
+        if found:
+            return found.group()
+    return None
+
+
+def placeholders(node: Any) -> Iterator[tuple[KObj, str, str]]:
+    """Every (object, key, placeholder) where a value still holds a template placeholder
+    (`{{ name }}`, `{% ... %}`, `${NAME}`): the renderer never ran over the file."""
+    if isinstance(node, KObj):
+        for key, value in list(node.items()):
+            found = _placeholder(value)
+            if found:
+                yield node, key, found
+            else:
+                yield from placeholders(value)
+    elif isinstance(node, KList):
+        for item in node:
+            yield from placeholders(item)
 
 
 def load(path: str) -> KObj:

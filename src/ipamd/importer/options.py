@@ -99,6 +99,21 @@ NAMES6: dict[str, int] = {
     "bootfile-url": 59,
 }
 CODES6 = frozenset(NAMES6.values())
+# Other DHCPv6 option names (RFC 8415 and the RFCs it lists), known so a refusal names the code.
+OTHER6: dict[str, int] = {
+    "preference": 7, "unicast": 12, "rapid-commit": 14, "user-class": 15, "vendor-class": 16,
+    "interface-id": 18, "reconf-accept": 20, "sip-server-dns": 21, "sip-server-addr": 22,
+    "nis-servers": 27, "nisp-servers": 28, "nis-domain-name": 29, "nisp-domain-name": 30,
+    "sntp-servers": 31, "information-refresh-time": 32, "bcmcs-server-dns": 33,
+    "bcmcs-server-addr": 34, "geoconf-civic": 36, "remote-id": 37, "subscriber-id": 38,
+    "client-fqdn": 39, "pana-agent": 40, "new-posix-timezone": 41, "new-tzdb-timezone": 42,
+    "lq-client-link": 48, "bootfile-param": 60, "client-arch-type": 61, "nii": 62,
+    "aftr-name": 64, "erp-local-domain-name": 65, "rsoo": 66, "pd-exclude": 67,
+    "client-linklayer-addr": 79, "solmax-rt": 82, "inf-max-rt": 83, "dhcp4o6-server-addr": 88,
+    "s46-rule": 89, "s46-br": 90, "s46-dmr": 91, "s46-v4v6bind": 92, "s46-portparams": 93,
+    "s46-cont-mape": 94, "s46-cont-mapt": 95, "s46-cont-lw": 96, "v6-captive-portal": 103,
+    "ipv6-address-andsf": 143,
+}
 MAX_VALUE = 900  # octets of one option's value (docs/api-ipam.md, "Long options")
 
 _HEX = re.compile(r"^(0x)?([0-9a-fA-F]{2}([ :.-]?[0-9a-fA-F]{2})*)$")
