@@ -132,6 +132,16 @@ class _Server:
         self.subnets.read_list(node, scope, None)
         for entry in self.items(node, "reservations"):
             self.subnets.global_reservation(entry, scope)
+        self.precedence_notes()
+
+    def precedence_notes(self) -> None:
+        """Kea 2.2 ranks a class's option data below the subnet's; the appliance above it
+        (docs/api-ipam.md, "Option scopes"): say so wherever both set one code."""
+        codes = {kind: {obj.body["code"] for obj in self.plan.objects if obj.kind == kind}
+                 for kind in ("class_option", "subnet_option")}
+        for code in sorted(codes["class_option"] & codes["subnet_option"]):
+            self.plan.note(f"option {code} is set on a client class and on subnets: Kea gives "
+                           "class members the subnet's value, the appliance the class's")
 
     def report_keys(self, node: KObj, handled: frozenset[str], where: str) -> None:
         """Notes for parameters that do not apply; refusals for unknown ones."""
@@ -139,7 +149,7 @@ class _Server:
             if key in handled:
                 continue
             if key in NOT_APPLICABLE:
-                self.plan.note(f"{key}: not applicable ({NOT_APPLICABLE[key]})", node.at(key))
+                self.plan.note(f"{key}: not applicable: {NOT_APPLICABLE[key]}", node.at(key))
             elif key.startswith(DDNS_PREFIX):
                 self.plan.note(f"{key}: not applicable (DDNS is the subnets' ddns_* fields, "
                                "docs/dns.md)", node.at(key))
