@@ -1,0 +1,173 @@
+"""A scope's parameters as the API's fields and option objects of one target: a subnet, a
+client class or a reservation (docs/migrating.md, "From ISC dhcpd").
+
+`routers` is the subnet's `gateway`, `ntp-servers` its `ntp_servers`, `filename` and
+`next-server` the `boot_file`/`next_server` fields of every scope, lease times the subnet's;
+codes the appliance derives (mask, broadcast) are accepted when they say what the subnet
+says and refused when they differ. Everything that cannot be carried is refused, named.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ipamd.importer import options
+from ipamd.importer.isc import values
+from ipamd.importer.isc.lexer import Kind
+from ipamd.importer.isc.parser import Node
+from ipamd.importer.isc.scope import Scope
+from ipamd.importer.isc.site import Site
+
+Target = Literal["subnet", "class", "reservation"]
+_SUBNET_ONLY = ("default-lease-time", "max-lease-time", "min-lease-time")
+_HOST_ONLY = ("fixed-address", "hardware", "host-identifier", "option dhcp-client-identifier",
+              "use-host-decl-names")
+
+
+@dataclass
+class Settings:
+    fields: dict[str, Any] = field(default_factory=dict)
+    options: list[tuple[int, dict[str, object], Node]] = field(default_factory=list)
+
+
+def gather(site: Site, scope: Scope, target: Target, below: Scope | None = None,
+           network: ipaddress.IPv4Network | None = None) -> Settings:
+    """The settings ``scope`` gives its target, from it outward (stopping before ``below``)."""
+    out = Settings()
+    for key in scope.keys(below):
+        node = scope.lookup(key, below)
+        if node is None or key in _SUBNET_ONLY or key in _HOST_ONLY:
+            continue
+        try:
+            _one(site, key, node, target, network, out)
+        except options.Unmappable as why:
+            site.refuse(node, str(why))
+    return out
+
+
+def _one(site: Site, key: str, node: Node, target: Target,
+         network: ipaddress.IPv4Network | None, out: Settings) -> None:
+    args = node.words[1:]
+    if key == "filename":
+        out.fields["boot_file"] = _boot_file(args)
+    elif key == "next-server":
+        found = _addresses(site, node, args)
+        out.fields["next_server"] = found[0]
+    elif key == "server-name":
+        raise options.Unmappable("the BOOTP server name (sname) is not sent by the appliance, "
+                                 "which may use that field for options (RFC 2132 §9.3); PXE "
+                                 "clients find their server by next-server, which is mapped")
+    elif key.startswith("option "):
+        _option(site, node, target, network, out)
+
+
+def _option(site: Site, node: Node, target: Target, network: ipaddress.IPv4Network | None,
+            out: Settings) -> None:
+    name = node.words[1].text.lower()
+    args = node.words[2:]
+    if args and args[0].kind is Kind.PUNCT and args[0].text == "=":
+        raise options.Unmappable("a value computed per client (an expression): no equivalent")
+    if "." in name:
+        raise options.Unmappable(f"an option of space {name.split('.')[0]!r} (sub-options "
+                                 "are not mapped; give option 43 as colon-hex instead)")
+    definition = site.definitions.get(name)
+    code = definition.code if definition else options.NAMES4.get(
+        name, values.DHCPD_NAMES.get(name, -1))
+    if code < 0:
+        raise options.Unmappable(f"option {name!r} is not a standard DHCPv4 option and has "
+                                 "no definition (option NAME code N = TYPE;)")
+    if _as_field(site, node, code, args, target, network, out):
+        return
+    if definition is not None:
+        payload = values.defined_payload(definition, args)
+    else:
+        notes: list[str] = []
+        payload = values.payload(code, args, site.resolver, notes)
+        for text in notes:
+            site.note_at(node.source, text)
+    if any(known == code for known, _, _ in out.options):
+        site.refuse(node, f"option {code} is set by a more specific statement in this scope")
+        return
+    out.options.append((code, payload, node))
+
+
+def _as_field(site: Site, node: Node, code: int, args: list[Any], target: Target,
+              network: ipaddress.IPv4Network | None, out: Settings) -> bool:
+    """Codes the appliance sets from a field; True when handled here."""
+    if code == 3 and target == "subnet":
+        found = _addresses(site, node, args)
+        if len(found) > 1:
+            site.refuse(node, f"the appliance sends one router, the subnet's gateway: "
+                              f"{found[0]} is mapped, {', '.join(found[1:])} is not")
+        out.fields["gateway"] = found[0]
+        return True
+    if code == 42 and target == "subnet":
+        out.fields["ntp_servers"] = _addresses(site, node, args)
+        return True
+    if code == 12 and target == "reservation":
+        out.fields["hostname"] = values.words_text(args).strip('"').rstrip(".").lower()
+        return True
+    if code == 67:
+        out.fields.setdefault("boot_file", _boot_file(args))
+        return True
+    if code in (1, 28) and network is not None:
+        derived = network.netmask if code == 1 else network.broadcast_address
+        given = _addresses(site, node, args)
+        if given != [str(derived)]:
+            raise options.Unmappable(f"an owned option set to another value: the appliance "
+                                     f"sends {derived}, derived from {network}")
+        return True
+    if code in options.OWNED4:
+        raise options.Unmappable(f"not an option object on the appliance: "
+                                 f"{options.OWNED4[code]}"
+                                 + ("" if target == "subnet" else f" (not a {target}'s)"))
+    return False
+
+
+def _addresses(site: Site, node: Node, args: list[Any]) -> list[str]:
+    notes: list[str] = []
+    found = values.address_list(args, site.resolver, notes)
+    for text in notes:
+        site.note_at(node.source, text)
+    if not found:
+        raise options.Unmappable("no address given")
+    return found
+
+
+def _boot_file(args: list[Any]) -> str:
+    if len(args) != 1 or args[0].kind is not Kind.STRING:
+        raise options.Unmappable('write the file name quoted: filename "pxelinux.0";')
+    name: str = args[0].text
+    if not 1 <= len(name) <= 127 or not name.isascii() or not name.isprintable():
+        raise options.Unmappable("a boot file name is 1 to 127 printable ASCII characters")
+    return name
+
+
+def lease_fields(site: Site, scope: Scope) -> dict[str, int]:
+    """The subnet's lease times as dhcpd gives them (docs/migrating.md, "Lease times"):
+    default-lease-time (dhcpd's default 43200 s, never the appliance's 86400 s), capped
+    by max-lease-time (default 86400 s), raised to min-lease-time (default the smaller of
+    300 s and the maximum); a client's request is held within [min, max] as dhcpd does."""
+    found = {key: _seconds(site, scope.lookup(key)) for key in _SUBNET_ONLY}
+    maximum = found["max-lease-time"] or 86_400
+    minimum = found["min-lease-time"] or min(300, maximum)
+    maximum = max(maximum, minimum)  # dhcpd raises a lease below the minimum last
+    default = found["default-lease-time"] or 43_200
+    default = max(min(default, maximum), minimum)
+    return {"lease_time_seconds": default, "min_lease_time_seconds": minimum,
+            "max_lease_time_seconds": maximum}
+
+
+def _seconds(site: Site, node: Node | None) -> int | None:
+    if node is None:
+        return None
+    words = node.words
+    if len(words) == 2 and words[1].text.isdigit() and 1 <= int(words[1].text) < 2**31:
+        return int(words[1].text)
+    if len(words) == 2 and words[1].is_word("infinite"):
+        site.refuse(node, "an infinite lease has no equivalent; 2147483647 s is the longest")
+        return None
+    site.refuse(node, "not a number of seconds from 1 to 2147483647")
+    return None
