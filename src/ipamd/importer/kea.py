@@ -226,6 +226,9 @@ class _Server:
                              "equivalent; give the encapsulating option as hex")
         names = NAMES4 if self.family == 4 else {**OTHER6, **NAMES6}
         name, code = entry.get("name"), entry.get("code")
+        if not isinstance(name, str | None) or isinstance(code, bool) or not isinstance(
+                code, int | None):
+            raise Unmappable("an option's name is text and its code a number")
         custom = None
         if name in self.defs:
             code, custom = self.defs[name]

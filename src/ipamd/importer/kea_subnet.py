@@ -197,7 +197,11 @@ class Subnets:
         for item in found if isinstance(found, list) else []:
             if item in UNSET:
                 continue
-            inside = ipaddress.ip_address(str(item)) in network
+            try:
+                inside = ipaddress.ip_address(str(item)) in network
+            except ValueError:
+                self.plan.refuse("relay", entry.at("relay"), f"{item!r} is not an address")
+                continue
             if inside:
                 self.plan.note(f"relay {item}: list it in the trusted relays setting "
                                "(spec §1, rule 3)", entry.at("relay"))
