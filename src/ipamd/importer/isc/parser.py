@@ -69,11 +69,11 @@ def _read(path: Path, shown: str, reading: _Reading) -> str:
         with path.open("rb") as handle:
             data = handle.read(reading.budget + 1)
     except FileNotFoundError:
-        raise ReadError(shown, 0, "no such file") from None
+        raise ReadError(shown, 1, "no such file") from None
     except IsADirectoryError:
-        raise ReadError(shown, 0, "a directory, not a file") from None
+        raise ReadError(shown, 1, "a directory, not a file") from None
     except OSError as error:
-        raise ReadError(shown, 0, f"cannot read ({error.strerror})") from None
+        raise ReadError(shown, 1, f"cannot read ({error.strerror})") from None
     if len(data) > reading.budget:
         line = data.count(b"\n", 0, reading.budget) + 1
         raise ReadError(shown, line, f"the configuration passes {MAX_BYTES // 2**20} MiB "

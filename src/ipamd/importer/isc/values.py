@@ -30,6 +30,9 @@ _TYPES = {"ip-address": "ipv4-address", "ip6-address": "ipv6-address", "text": "
           "domain-list": "fqdn[]"}
 
 
+_BOOLEANS = {"on": "true", "off": "false"}
+
+
 @dataclass(frozen=True)
 class Definition:
     """`option NAME code CODE = TYPE;` — a site's own option (or a standard one renamed)."""
@@ -100,6 +103,8 @@ def encode(definition: Definition, values: list[Token]) -> bytes:
     for type_name, token in zip(types, items, strict=True):
         if type_name == "binary" or (type_name == "string" and token.kind is Kind.STRING):
             out += octets(token)
+        elif type_name == "boolean":  # dhcpd writes on/off as well as true/false
+            out += options.encode_one(type_name, _BOOLEANS.get(token.text.lower(), token.text))
         else:
             out += options.encode_one(type_name, token.text)
     return out
