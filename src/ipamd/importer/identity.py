@@ -61,3 +61,10 @@ def hostname(text: str) -> str:
         raise Unmappable(f"hostname {text!r} is not RFC 1123 labels of letters, digits and "
                          "hyphens (at most 253 characters)")
     return name
+
+
+def boot_file(text: str) -> str:
+    """The BOOTP file field: 128 octets with its terminating NUL (RFC 2131 §2)."""
+    if not text or len(text) > 127 or not text.isascii() or not text.isprintable():
+        raise Unmappable(f"boot file {text[:40]!r} is not 1 to 127 printable ASCII characters")
+    return text

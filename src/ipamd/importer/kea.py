@@ -11,10 +11,10 @@ from typing import Any
 
 from ipamd.importer import kea_subnet, kea_syntax
 from ipamd.importer.kea_classes import Match, map_test
+from ipamd.importer.kea_hosts import pxe
 from ipamd.importer.kea_scope import (
     INHERITED,
     KEA_DEFAULT_LIFETIME,
-    UNSET,
     Opt,
     OptionMapper,
     Scope,
@@ -276,7 +276,8 @@ class _Server:
                                  f"{key!r} has no equivalent on a client class")
         mapped = self.mapper.map(self.option_data(entry), "class")
         body: dict[str, Any] = {"name": name[:100], "match": found.match, "value": found.value,
-                                **_pxe(entry), **mapped.fields}
+                                **pxe(self.plan, entry, f"client-class {name}"),
+                                **mapped.fields}
         if self.family == 6 and mapped.bodies:
             self.plan.refuse(f"client-class {name}: option-data", entry.at("option-data"),
                              "class options are DHCPv4 options only")
@@ -309,15 +310,3 @@ class _Server:
         self.report_keys(entry, SHARED_KEYS, f"shared-network {name}")
         inner = scope.child(entry, self.option_data(entry))
         self.subnets.read_list(entry, inner, key)
-
-
-def _pxe(entry: KObj) -> dict[str, Any]:
-    """`next-server` and `boot-file-name` of a class or reservation; Kea's empty values
-    (`0.0.0.0`, `""`) mean unset."""
-    out: dict[str, Any] = {}
-    if entry.get("next-server") not in UNSET:
-        out["next_server"] = entry["next-server"]
-    if entry.get("boot-file-name") not in (None, ""):
-        out["boot_file"] = entry["boot-file-name"]
-    return out
-

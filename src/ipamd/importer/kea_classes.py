@@ -74,7 +74,7 @@ def _substring(found: re.Match[str], family: int) -> Match:
     if len(value) != length:
         raise Unmappable(f"substring of {length} octets compared with {len(value)} octets "
                          "never matches as written")
-    if what == "pkt4.mac" and start == 0 and family == 4:
+    if what == "pkt4.mac" and start == 0 and family == 4 and 1 <= length <= 6:
         return Match("mac_prefix", colon_hex(value))
     if family == 4 and code == "60" and start == 0:
         return Match("vendor_class", _text(value, "option 60"))

@@ -48,11 +48,26 @@ def host_body(plan: Plan, entry: KObj, network: IPNet) -> tuple[dict[str, Any], 
         except Unmappable as why:
             plan.refuse("reservation hostname", entry.at("hostname"), str(why))
     if network.version == 4:
-        if entry.get("next-server") not in UNSET:
-            body["next_server"] = str(ipaddress.IPv4Address(str(entry["next-server"])))
-        if entry.get("boot-file-name") not in (None, ""):
-            body["boot_file"] = str(entry["boot-file-name"])
+        body.update(pxe(plan, entry, "reservation"))
     return body, ip
+
+
+def pxe(plan: Plan, entry: KObj, where: str) -> dict[str, Any]:
+    """`next-server` and `boot-file-name` of a class or reservation (Kea's empty values,
+    `0.0.0.0` and `""`, mean unset); a value the API would not take is refused by line."""
+    out: dict[str, Any] = {}
+    try:
+        if entry.get("next-server") not in UNSET:
+            out["next_server"] = str(ipaddress.IPv4Address(str(entry["next-server"])))
+    except ValueError:
+        plan.refuse(f"{where} next-server", entry.at("next-server"),
+                    f"{entry['next-server']!r} is not an IPv4 address")
+    try:
+        if entry.get("boot-file-name") not in (None, ""):
+            out["boot_file"] = identity.boot_file(str(entry["boot-file-name"]))
+    except Unmappable as why:
+        plan.refuse(f"{where} boot-file-name", entry.at("boot-file-name"), str(why))
+    return out
 
 
 def _address(plan: Plan, entry: KObj, network: IPNet) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ipamd.importer import options
+from ipamd.importer.identity import boot_file
 from ipamd.importer.kea_syntax import KObj
 from ipamd.importer.model import Plan, Resolver, Source
 from ipamd.importer.options import Unmappable
@@ -143,7 +144,7 @@ class OptionMapper:
             notes.append(f"option 66 ({data}) became the next_server field (siaddr) "
                          f"{found[0]}: the appliance sends its TFTP server there")
         elif code == 67:
-            out.fields["boot_file"] = data.strip().strip('"')
+            out.fields["boot_file"] = boot_file(data.strip().strip('"'))
         elif code == 12 and kind == "reservation":
             out.fields["hostname"] = data.strip().strip('"')
         else:

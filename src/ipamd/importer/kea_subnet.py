@@ -8,6 +8,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ipamd.importer.identity import boot_file
 from ipamd.importer.kea_classes import Match
 from ipamd.importer.kea_hosts import host_body
 from ipamd.importer.kea_pools import Pools
@@ -186,7 +187,10 @@ class Subnets:
             for note in notes:
                 self.plan.note(note, nxt[1])
         if boot is not None and boot[0] not in ("", None):
-            out["boot_file"] = str(boot[0])
+            try:
+                out["boot_file"] = boot_file(str(boot[0]))
+            except Unmappable as why:
+                self.refuse_once("boot-file-name", boot[1], str(why))
         return out
 
     def relay(self, entry: KObj, network: IPNet) -> None:

@@ -24,7 +24,7 @@ from ipamd.importer.model import (
     resolve,
     to_json,
 )
-from tests.unit.importer.helpers import EXAMPLES, write
+from tests.unit.importer.helpers import EXAMPLES, kea4, refused, write
 
 HERE = Source("site.json", 7)
 
@@ -159,3 +159,27 @@ def test_apply_without_a_token_is_a_usage_error(tmp_path, capsys, monkeypatch):
     assert main(["apply", str(EXAMPLES / "kea4/single-subnet.json"),
                  "--url", "http://127.0.0.1:9"]) == 2
     assert "no token: give --token-file or set IPAMD_TOKEN" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["pxelinux.0", "x" * 127, "x" * 128, "", "caf\u00e9.efi",
+                                  "tab\there"])
+def test_boot_file_rules_are_the_apis(text):
+    from ipamd.api.routes.ipam_fields import _boot_file  # the API's own rule
+
+    try:
+        expected = _boot_file(text)
+    except ValueError:
+        with pytest.raises(options.Unmappable):
+            identity.boot_file(text)
+    else:
+        assert identity.boot_file(text) == expected
+
+
+def test_a_boot_file_the_api_would_refuse_is_refused_by_line(tmp_path):
+    plan = kea4(tmp_path, {"subnet4": [{"subnet": "10.77.1.0/24",
+                                        "boot-file-name": "b" * 200}],
+                           "client-classes": [{"name": "c", "test": "option[93].hex == 0x0007",
+                                               "next-server": "boot.lab"}]})
+    assert "boot_file" not in plan.objects[1].body
+    assert refused(plan, "boot-file-name", "not 1 to 127 printable ASCII")
+    assert refused(plan, "client-class c next-server", "'boot.lab' is not an IPv4 address")
