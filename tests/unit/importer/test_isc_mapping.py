@@ -94,6 +94,7 @@ def test_the_site_config_plans_every_construct(tmp_path):
         "prefix": 6, "subnet": 6, "pool": 8, "reservation": 3, "client_class": 5,
         "subnet_option": 14, "class_option": 1, "reservation_option": 2, "shared_network": 1,
         "refused": 15}
+    assert len(plan.notes) == 16  # docs/migrating.md, "From ISC dhcpd", gives these counts
     office = subnet(plan, "10.77.1.0/24")
     assert {k: office[k] for k in ("lease_time_seconds", "min_lease_time_seconds",
                                    "max_lease_time_seconds", "gateway", "ntp_servers")} == {
@@ -313,3 +314,27 @@ def test_statements_of_other_kinds_are_noted_or_refused(tmp_path):
     assert refused(plan, "on commit", "event statements")
     assert noted(plan, "deny bootp") and refused(plan, "allow bootp", "no equivalent")
     assert plan.objects == []
+
+
+def test_a_name_declared_twice_keeps_the_first(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        class "pxe" { match if substring (option vendor-class-identifier, 0, 3) = "PXE"; }
+        class "pxe" { match if option user-class = "other"; }
+        shared-network "link" { subnet 10.77.1.0 netmask 255.255.255.0 { } }
+        shared-network "link" { subnet 10.77.2.0 netmask 255.255.255.0 { } }
+        host twin { hardware ethernet 02:00:00:00:00:01; filename "a"; }
+        host twin { hardware ethernet 02:00:00:00:00:02; filename "b"; }
+        subnet 10.77.3.0 netmask 255.255.255.0 {
+          pool { allow members of "pxe"; range 10.77.3.10 10.77.3.20; }
+        }
+        """)
+    classes = bodies(plan, "client_class")
+    assert [(c["name"], c["value"]) for c in classes] == [("pxe", "PXE"),
+                                                         ("host twin", "02:00:00:00:00:01")]
+    assert refused(plan, 'class "pxe"', "declared at", "the first declaration is planned")
+    assert refused(plan, "host twin", "declared at")
+    link = model.shared_network_key("link")
+    assert subnet(plan, "10.77.1.0/24")["shared_network_id"] == Ref(link)
+    assert "shared_network_id" not in subnet(plan, "10.77.2.0/24")
+    (pool,) = bodies(plan, "pool")
+    assert pool["class_id"] == Ref(model.class_key("pxe"))

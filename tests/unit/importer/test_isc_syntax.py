@@ -136,6 +136,30 @@ def test_shuffled_statements_plan_or_are_a_read_error(tmp_path):
             assert error.file == path
 
 
+VOCABULARY = ["subnet", "netmask", "host", "group", "class", "pool", "range", "option",
+              "shared-network", "fixed-address", "hardware", "ethernet", "match", "if", "=",
+              "allow", "deny", "members", "of", '"x"', "{", "}", ";", ",", "(", ")", "code",
+              "array", "integer", "10.77.1.1", "255.255.255.0", "0:1:2", "01:02:00:00:00:00:01",
+              "substring", "hardware", "routers", "filename", "next-server", "include",
+              "dynamic-bootp", "host-identifier", "dhcp-client-identifier", "default-lease-time",
+              "7200", "-1", "4294967296", "domain-name", "arch", "user-class"]
+
+
+@pytest.mark.parametrize("name", ["dhcpd.conf", "hosts.conf"])
+def test_statements_spiked_with_dhcpd_words_plan_or_are_a_read_error(tmp_path, name):
+    base = (SITE / name).read_text().split()
+    rng = random.Random(name)
+    for _ in range(400):
+        words = list(base)
+        for _ in range(rng.randint(1, 4)):
+            words.insert(rng.randrange(len(words)), rng.choice(VOCABULARY))
+        path = write(tmp_path, " ".join(words))
+        try:
+            isc.read(path, lambda name, family: ["10.77.1.9"])
+        except ReadError as error:
+            assert error.file.startswith(str(tmp_path))
+
+
 def test_binary_garbage_is_a_read_error(tmp_path):
     rng = random.Random(7)
     for n in range(20):

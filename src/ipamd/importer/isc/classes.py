@@ -38,7 +38,9 @@ def plan_classes(site: Site) -> dict[str, str | None]:
         name = _name(site, cls.node)
         if name is None:
             continue
-        planned[name.lower()] = _plan_class(site, cls, name)
+        key = _plan_class(site, cls, name)
+        if planned.get(name.lower()) is None:  # a second declaration never hides the first
+            planned[name.lower()] = key
     return planned
 
 
@@ -76,8 +78,10 @@ def _plan_class(site: Site, cls: Scope, name: str) -> str | None:
     settings = gather(site, cls, "class", below=cls.parent)
     body: dict[str, Any] = {"name": name, **match, "priority": PRIORITY,
                             "description": f"imported from {node.source}", **settings.fields}
-    key = site.plan.add(Planned("client_class", model.class_key(name), body, node.source)).key
-    _options(site, key, settings.options)
+    key = site.add_named(Planned("client_class", model.class_key(name), body, node.source),
+                         node)
+    if key is not None:
+        _options(site, key, settings.options)
     return key
 
 

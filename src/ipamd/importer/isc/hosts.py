@@ -64,7 +64,7 @@ def plan_hosts(site: Site, planted: Planting,
                 _reservations(site, host, planted, fixed[id(host)], (mac, client_id), macs)
             else:
                 _addressless(site, host, mac)
-        except Skip as why:
+        except (Skip, options.Unmappable) as why:
             site.refuse(host.node, str(why))
 
 
@@ -193,8 +193,10 @@ def _addressless(site: Site, host: Scope, mac: str | None) -> None:
     body = {"name": name, "match": "mac_prefix", "value": mac,
             "priority": HOST_CLASS_PRIORITY, **settings.fields,
             "description": f"host without fixed-address, imported from {host.node.source}"}
-    key = site.plan.add(Planned("client_class", model.class_key(name), body,
-                                host.node.source)).key
+    key = site.add_named(Planned("client_class", model.class_key(name), body,
+                                 host.node.source), host.node)
+    if key is None:
+        return
     site.note(host.node, f"no fixed-address, so no reservation: its settings are the client "
                          f"class {name!r} matching its MAC")
     for code, payload, where in settings.options:

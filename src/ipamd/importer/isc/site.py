@@ -14,7 +14,7 @@ from ipamd.importer.isc.lexer import Kind
 from ipamd.importer.isc.parser import Node
 from ipamd.importer.isc.scope import Scope
 from ipamd.importer.isc.values import Definition, definition_types
-from ipamd.importer.model import Plan, Resolver, Source
+from ipamd.importer.model import Plan, Planned, Resolver, Source
 from ipamd.importer.options import Unmappable
 
 NOT_APPLICABLE = "not applicable: failover partners and split scopes have no equivalent " \
@@ -59,6 +59,16 @@ class Site:
         if (str(node.source), reason) not in self._said:
             self._said.add((str(node.source), reason))
             self.plan.refuse(node.text(), node.source, reason)
+
+    def add_named(self, obj: Planned, node: Node) -> str | None:
+        """Plan a top-level object known by its name (a class, a shared network); a second
+        declaration of the name is refused, the first kept."""
+        first = self.plan.get(obj.key)
+        if first is not None:
+            self.refuse(node, f"{obj.key.split(':', 1)[1]!r} is declared at {first.source} "
+                              "already; the first declaration is planned")
+            return None
+        return self.plan.add(obj).key
 
     def note_at(self, source: Source, text: str) -> None:
         if (str(source), text) not in self._said:

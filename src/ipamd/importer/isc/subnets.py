@@ -101,8 +101,8 @@ def _shared(site: Site, scope: Any) -> str | None:
         return None
     name = words[1].text
     body = {"name": name, "description": f"imported from {node.source}"}
-    return site.plan.add(Planned("shared_network", model.shared_network_key(name), body,
-                                 node.source)).key
+    return site.add_named(Planned("shared_network", model.shared_network_key(name), body,
+                                  node.source), node)
 
 
 def _fields(site: Site, decl: SubnetDecl, in_use: bool) -> tuple[dict[str, Any], Found]:
