@@ -18,6 +18,7 @@ from ipamd.importer.kea_scope import (
     Opt,
     OptionMapper,
     Scope,
+    unset,
 )
 from ipamd.importer.kea_syntax import KList, KObj
 from ipamd.importer.model import (
@@ -78,7 +79,7 @@ HANDLED = frozenset({"option-data", "option-def", "client-classes", "subnet4", "
                      "min-valid-lifetime", "max-valid-lifetime", "next-server",
                      "boot-file-name", "renew-timer", "rebind-timer", "preferred-lifetime",
                      "min-preferred-lifetime", "max-preferred-lifetime", "server-hostname"})
-SHARED_KEYS = frozenset({"name", "subnet4", "subnet6", "option-data", *INHERITED})
+SHARED_KEYS = frozenset({"name", "subnet4", "subnet6", "option-data", "relay", *INHERITED})
 
 
 def read(path: str, resolver: Resolver | None = None) -> Plan:
@@ -308,5 +309,12 @@ class _Server:
         elif key and key not in self.plan:
             self.plan.add(Planned("shared_network", key, {"name": name[:100]}, entry.source))
         self.report_keys(entry, SHARED_KEYS, f"shared-network {name}")
+        relay = entry.get("relay")
+        if isinstance(relay, KObj):
+            found = relay.get("ip-addresses", [relay.get("ip-address")])
+            for item in [i for i in found if not unset(i)] if isinstance(found, list) else []:
+                self.plan.note(f"relay {item}: list it in the trusted relays setting (spec §1, "
+                               "rule 3); each member is picked by the relay's address",
+                               entry.at("relay"))
         inner = scope.child(entry, self.option_data(entry))
         self.subnets.read_list(entry, inner, key)

@@ -8,7 +8,7 @@ import ipaddress
 from typing import Any
 
 from ipamd.importer import identity
-from ipamd.importer.kea_scope import UNSET
+from ipamd.importer.kea_scope import unset
 from ipamd.importer.kea_syntax import KList, KObj
 from ipamd.importer.model import Plan
 from ipamd.importer.options import Unmappable
@@ -57,7 +57,7 @@ def pxe(plan: Plan, entry: KObj, where: str) -> dict[str, Any]:
     `0.0.0.0` and `""`, mean unset); a value the API would not take is refused by line."""
     out: dict[str, Any] = {}
     try:
-        if entry.get("next-server") not in UNSET:
+        if not unset(entry.get("next-server")):
             out["next_server"] = str(ipaddress.IPv4Address(str(entry["next-server"])))
     except ValueError:
         plan.refuse(f"{where} next-server", entry.at("next-server"),

@@ -90,6 +90,7 @@ class Pools:
         body: dict[str, Any] = {}
         name = item.get("client-class", subnet_class)
         if name is not None:
+            name = str(name)  # a class name; anything else matches no class
             if name not in self.server.classes:
                 raise Unmappable(f"its client-class {name!r} is not mapped; without it the "
                                  "pool would serve every client")

@@ -20,7 +20,12 @@ INHERITED = ("valid-lifetime", "min-valid-lifetime", "max-valid-lifetime", "next
              "boot-file-name", "renew-timer", "rebind-timer", "preferred-lifetime",
              "min-preferred-lifetime", "max-preferred-lifetime", "server-hostname")
 # Kea writes an unset next-server or relay address as the unspecified address.
-UNSET = frozenset({None, "", "0.0.0.0", "::"})  # noqa: S104 - values compared, not bound
+UNSET_TEXT = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 - values compared, not bound
+
+
+def unset(value: object) -> bool:
+    """Kea's way of leaving an address out: absent, empty or the unspecified address."""
+    return value is None or (isinstance(value, str) and value in UNSET_TEXT)
 KEA_DEFAULT_LIFETIME = 7200  # Kea's valid-lifetime when a file sets none (Kea ARM, "Lifetimes")
 
 ScopeKind = Literal["subnet", "class", "reservation"]

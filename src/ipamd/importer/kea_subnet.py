@@ -15,10 +15,10 @@ from ipamd.importer.kea_pools import Pools
 from ipamd.importer.kea_scope import (
     INHERITED,
     KEA_DEFAULT_LIFETIME,
-    UNSET,
     Opt,
     OptionMapper,
     Scope,
+    unset,
 )
 from ipamd.importer.kea_syntax import KList, KObj
 from ipamd.importer.model import (
@@ -126,6 +126,7 @@ class Subnets:
         name = entry.get("client-class")
         if name is None:
             return None
+        name = str(name)  # a class name; anything else matches no class
         if name in self.server.classes:
             self.plan.note(f"subnet {entry.get('subnet')}: client-class {name} restricts the "
                            "subnet; its pools without a class are given to that class",
@@ -178,7 +179,7 @@ class Subnets:
                              "BOOTP sname field")
         if network.version == 6:
             return out
-        if nxt is not None and nxt[0] not in UNSET:
+        if nxt is not None and not unset(nxt[0]):
             notes: list[str] = []
             try:
                 out["next_server"] = addresses([str(nxt[0])], 4, self.server.resolver, notes)[0]
@@ -199,7 +200,7 @@ class Subnets:
             return
         found = relay.get("ip-addresses", [relay.get("ip-address")])
         for item in found if isinstance(found, list) else []:
-            if item in UNSET:
+            if unset(item):
                 continue
             try:
                 inside = ipaddress.ip_address(str(item)) in network
