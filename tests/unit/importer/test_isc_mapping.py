@@ -5,7 +5,6 @@ classes, hosts, and what is refused or noted."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,24 +12,8 @@ import pytest
 
 from ipamd.importer import isc, model
 from ipamd.importer.model import Plan, Ref
+from tests.support.isc_site import EXAMPLE, SITE, resolver, uncommented_example
 from tests.unit.importer.helpers import bodies, noted, of_kind, refused, write
-
-EXAMPLE = Path("/usr/share/doc/isc-dhcp-server/examples/dhcpd.conf.example")
-SITE = Path(__file__).resolve().parents[2] / "support" / "isc_site" / "dhcpd.conf"
-NAMES = {"ns1.example.org": ["10.0.0.53"], "ns2.example.org": ["10.0.0.54"],
-         "rtr-239-0-1.example.org": ["10.254.239.1"], "rtr-239-0-2.example.org": ["10.254.239.2"],
-         "rtr-239-32-1.example.org": ["10.254.239.33"], "fantasia.example.com": ["10.5.5.20"],
-         "ns1.internal.example.org": ["10.5.5.2"], "rtr-224.example.org": ["10.17.224.1"],
-         "rtr-29.example.org": ["10.0.29.1"], "ncd-booter": ["10.5.5.3"],
-         "ns1.site.example": ["10.77.0.53"], "scanner.site.example": ["10.77.3.11"]}
-
-
-def resolver(name: str, family: int) -> list[str]:
-    """The test's DNS: a table, so no test depends on a real resolver."""
-    assert family == 4
-    if name not in NAMES:
-        raise LookupError(f"{name}: no such name")
-    return NAMES[name]
 
 
 def isc_plan(tmp_path: Path, text: str) -> Plan:
@@ -46,13 +29,6 @@ def subnet(plan: Plan, cidr: str) -> dict[str, Any]:
 def options_of(plan: Plan, owner: str) -> dict[int, Any]:
     return {obj.body["code"]: obj.body["payload"] for obj in plan.objects if obj.owner == owner
             and obj.kind.endswith("_option")}
-
-
-def uncommented_example(tmp_path: Path) -> str:
-    """Debian's example with its commented-out statements turned on (prose comments start
-    with '# ', statements with '#' and no space or two spaces)."""
-    text = re.sub(r"(?m)^#(?=[^ ]|  |$)", "", EXAMPLE.read_text())
-    return write(tmp_path, text, "example.conf")
 
 
 def test_debians_example_as_shipped_plans_its_global_settings(tmp_path):
@@ -338,3 +314,23 @@ def test_a_name_declared_twice_keeps_the_first(tmp_path):
     assert "shared_network_id" not in subnet(plan, "10.77.2.0/24")
     (pool,) = bodies(plan, "pool")
     assert pool["class_id"] == Ref(model.class_key("pxe"))
+
+
+def test_settings_in_the_wrong_scope_are_refused(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        vendor-option-space PXE;
+        server-identifier 10.77.0.1;
+        subnet 10.77.0.0 netmask 255.255.255.0 { hardware ethernet 02:00:00:00:00:01; }
+        class "c" { match if option user-class = "c"; default-lease-time 60; }
+        group {
+          max-lease-time 120;
+          host a { hardware ethernet 02:00:00:00:00:02; fixed-address 10.77.0.10; }
+        }
+        """)
+    assert refused(plan, "vendor-option-space", "colon-hex")
+    assert refused(plan, "server-identifier", "dhcp.server_id")
+    assert refused(plan, "hardware ethernet", "outside a host declaration")
+    assert refused(plan, "default-lease-time 60", "a class's clients")
+    assert refused(plan, "max-lease-time 120", "a reservation's clients")
+    assert subnet(plan, "10.77.0.0/24")["max_lease_time_seconds"] == 86_400
+    assert [r["ip"] for r in bodies(plan, "reservation")] == ["10.77.0.10"]

@@ -13,8 +13,9 @@ from ipamd.importer import isc
 from ipamd.importer.cli import main
 from ipamd.importer.isc import lexer, parser
 from ipamd.importer.model import Plan, ReadError
+from tests.support import isc_site
 
-SITE = Path(__file__).resolve().parents[2] / "support" / "isc_site"
+SITE = isc_site.SITE.parent
 
 
 def write(folder: Path, text: str, name: str = "dhcpd.conf") -> str:

@@ -38,13 +38,28 @@ def gather(site: Site, scope: Scope, target: Target, below: Scope | None = None,
     out = Settings()
     for key in scope.keys(below):
         node = scope.lookup(key, below)
-        if node is None or key in _SUBNET_ONLY or key in _HOST_ONLY:
+        if node is None or _elsewhere(site, key, node, target):
             continue
         try:
             _one(site, key, node, target, network, out)
         except options.Unmappable as why:
             site.refuse(node, str(why))
     return out
+
+
+def _elsewhere(site: Site, key: str, node: Node, target: Target) -> bool:
+    """Statements read elsewhere: lease times by `lease_fields` (refused for a host or a
+    class: the appliance's lease time is the subnet's), a host's identity by `hosts`."""
+    if key in _SUBNET_ONLY:
+        if target != "subnet":
+            site.refuse(node, f"a lease time for a {target}'s clients: the appliance's lease "
+                              "times are the subnet's")
+        return True
+    if key in _HOST_ONLY:
+        if target == "subnet" and key != "use-host-decl-names":
+            site.refuse(node, "a host's statement outside a host declaration")
+        return True
+    return False
 
 
 def _one(site: Site, key: str, node: Node, target: Target,

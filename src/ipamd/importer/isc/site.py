@@ -238,6 +238,11 @@ def _statement(site: Site, node: Node, scope: Scope) -> None:
         site.note(node, NOT_APPLICABLE)
     elif keyword == "subclass":
         site.refuse(node, _SUBCLASS_WHY)
+    elif keyword in ("vendor-option-space", "site-option-space"):
+        site.refuse(node, "options built from an option space are not mapped: give option 43 "
+                          "(or the site option) as colon-hex")
+    elif keyword == "server-identifier":
+        site.refuse(node, "the server identifier is the appliance's dhcp.server_id setting")
     elif keyword in V6_KEYWORDS or keyword.startswith("dhcpv6"):
         site.refuse(node, V6_WHY)
     else:
