@@ -208,3 +208,14 @@ def test_the_command_prints_the_error_and_no_traceback(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert f'{path}:2: include "x.conf": no such file' in err
+
+
+def test_the_command_plans_a_dhcpd_conf_found_by_its_first_statement(tmp_path, capsys):
+    out_json = tmp_path / "plan.json"
+    assert main(["plan", str(SITE / "dhcpd.conf"), "--json", str(out_json)]) == 0
+    out, _ = capsys.readouterr()
+    assert "subnet 10.77.1.0/24" in out and "refused (" in out
+    assert "is a DNS name" in out  # no --resolve: names are refused, named
+    assert '"kind": "client_class"' in out_json.read_text()
+    assert main(["plan", str(isc_site.EXAMPLE)]) == 0
+    assert "total: 0 to create (nothing), 0 refused" in capsys.readouterr()[0]
