@@ -45,6 +45,7 @@ class Site:
     plan: Plan
     top: Scope
     subnets: list[SubnetDecl] = field(default_factory=list)
+    subnet_of: dict[int, SubnetDecl] = field(default_factory=dict)  # id(scope) -> its decl
     hosts: list[Scope] = field(default_factory=list)
     classes: list[Scope] = field(default_factory=list)
     shared: list[Scope] = field(default_factory=list)
@@ -122,7 +123,9 @@ def _subnet(site: Site, node: Node, outer: Scope) -> None:
         return
     inner = Scope("subnet", node, outer)
     shared = next((s for s in outer.chain() if s.kind == "shared-network"), None)
-    site.subnets.append(SubnetDecl(inner, network, shared))
+    decl = SubnetDecl(inner, network, shared)
+    site.subnets.append(decl)
+    site.subnet_of[id(inner)] = decl
     _walk(site, node.block or [], inner)
 
 
@@ -209,8 +212,7 @@ def _range(site: Site, node: Node, scope: Scope) -> None:
         return
     rng = Range(node, scope if scope.kind == "pool" else None)
     if where.kind == "subnet":
-        decl = next(d for d in site.subnets if d.scope is where)
-        decl.ranges.append(rng)
+        site.subnet_of[id(where)].ranges.append(rng)
     else:
         site.loose_ranges.append(rng)
 

@@ -62,18 +62,19 @@ class Planting:
 def plan_subnets(site: Site, classes: dict[str, str | None],
                  fixed: set[ipaddress.IPv4Address]) -> Planting:
     shared = {id(scope): _shared(site, scope) for scope in site.shared}
+    hosts = sorted(int(address) for address in fixed)
     planted = Planting()
     for decl in site.subnets:
         clash = planted.overlapping(decl.network)
         if clash is not None:
             site.refuse(_node(decl), f"overlaps the subnet {clash.network} declared at "
-                                     f"{clash.decl.scope.node and clash.decl.scope.node.source}")
+                                     f"{_node(clash.decl).source}")
             continue
         ranges = decl.ranges + [r for r in site.loose_ranges if _inside(r, decl.network)]
-        in_use = bool(ranges) or any(address in decl.network for address in fixed)
-        fields, found = _fields(site, decl, in_use)
-        if decl.shared is not None and shared.get(id(decl.shared)):
-            fields["shared_network_id"] = Ref(shared[id(decl.shared)] or "")
+        fields, found = _fields(site, decl, bool(ranges) or _holds(decl.network, hosts))
+        shared_key = shared.get(id(decl.shared)) if decl.shared is not None else None
+        if shared_key is not None:
+            fields["shared_network_id"] = Ref(shared_key)
         key = model.add_scope(site.plan, str(decl.network), fields, _node(decl).source)
         planted.add(Planted(decl.network, key, decl))
         for code, payload, node in found:
@@ -86,6 +87,12 @@ def plan_subnets(site: Site, classes: dict[str, str | None],
         if not any(_inside(rng, p.network) for p in planted):
             site.refuse(rng.node, "no subnet of its shared-network holds this range")
     return planted
+
+
+def _holds(network: Network, hosts: list[int]) -> bool:
+    """Some host's fixed address (``hosts`` sorted) is in ``network``."""
+    at = bisect.bisect_left(hosts, int(network.network_address))
+    return at < len(hosts) and hosts[at] <= int(network.broadcast_address)
 
 
 def _node(decl: SubnetDecl) -> Node:
