@@ -219,3 +219,14 @@ def test_the_command_plans_a_dhcpd_conf_found_by_its_first_statement(tmp_path, c
     assert '"kind": "client_class"' in out_json.read_text()
     assert main(["plan", str(isc_site.EXAMPLE)]) == 0
     assert "total: 0 to create (nothing), 0 refused" in capsys.readouterr()[0]
+
+
+def test_long_statements_are_judged_in_bounded_work_and_quoted_short(tmp_path):
+    deep = "(" * 100_000 + "option user-class" + ")" * 100_000
+    path = write(tmp_path, f'class "c" {{ match if {deep} = "x"; }}\n'
+                           f'frobnicate {"a " * 100_000};\n')
+    plan = isc.read(path)
+    by_line = {item.source.line: item for item in plan.refused}
+    assert sorted(by_line) == [1, 2]
+    assert "a test of 200004 words" in by_line[1].reason
+    assert all(len(item.construct) < 300 for item in plan.refused)

@@ -104,7 +104,12 @@ def _why_not(node: Node) -> str:
     return f"{node.text()!r} has no equivalent in a client class"
 
 
+MAX_TEST_WORDS = 40  # the longest test mapped, substring (option x, 0, N) = v, has 11
+
+
 def _match(site: Site, words: list[Token]) -> dict[str, str]:
+    if len(words) > MAX_TEST_WORDS:
+        raise Unmatched(f"a test of {len(words)} words: not one the appliance's classes make")
     if not words or not words[0].is_word("if"):
         raise Unmatched("'match' without 'if' matches subclasses, which have no equivalent")
     expr = _strip_parens(words[1:])

@@ -22,6 +22,7 @@ from ipamd.importer.model import ReadError, Source
 MAX_BYTES = 16 * 1024 * 1024  # a site of 100,000 host declarations is about 10 MiB
 MAX_DEPTH = 32  # global > shared-network > subnet > pool is 4; groups add a few
 MAX_INCLUDES = 16
+SHOWN_WORDS, SHOWN_CHARS = 40, 200  # of a statement quoted in a refusal or note
 
 
 @dataclass(slots=True)
@@ -36,8 +37,11 @@ class Node:
         return first.text.lower() if first.kind is Kind.WORD else ""
 
     def text(self) -> str:
-        """The statement as written (strings quoted), for refusals."""
-        shown = " ".join(f'"{w.text}"' if w.kind is Kind.STRING else w.text for w in self.words)
+        """The statement as written (strings quoted), for refusals; a long one cut short."""
+        shown = " ".join(f'"{w.text}"' if w.kind is Kind.STRING else w.text
+                         for w in self.words[:SHOWN_WORDS])
+        if len(self.words) > SHOWN_WORDS or len(shown) > SHOWN_CHARS:
+            shown = shown[:SHOWN_CHARS] + " ..."
         return shown + (" { ... }" if self.block is not None else ";")
 
 
