@@ -334,3 +334,29 @@ def test_settings_in_the_wrong_scope_are_refused(tmp_path):
     assert refused(plan, "max-lease-time 120", "a reservation's clients")
     assert subnet(plan, "10.77.0.0/24")["max_lease_time_seconds"] == 86_400
     assert [r["ip"] for r in bodies(plan, "reservation")] == ["10.77.0.10"]
+
+
+def test_a_class_declared_in_a_subnet_is_a_class_with_its_own_settings(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        option architecture-type code 93 = unsigned integer 16;
+        subnet 10.77.0.0 netmask 255.255.255.0 {
+          option domain-name "lan.example";
+          range 10.77.0.10 10.77.0.20;
+          class "pxeclients" {
+            match if substring (option vendor-class-identifier, 0, 9) = "PXEClient";
+            next-server 10.77.0.1;
+            if option architecture-type = 00:07 {
+              filename "BOOTX64.EFI";
+            } else {
+              filename "pxelinux/pxelinux.0";
+            }
+          }
+        }
+        """)
+    (pxe,) = bodies(plan, "client_class")
+    assert (pxe["name"], pxe["value"], pxe["next_server"]) == ("pxeclients", "PXEClient",
+                                                               "10.77.0.1")
+    assert "boot_file" not in pxe
+    assert options_of(plan, model.class_key("pxeclients")) == {}
+    assert refused(plan, "if option architecture-type", "conditional statements")
+    assert refused(plan, "else", "conditional statements")

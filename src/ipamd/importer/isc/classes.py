@@ -56,25 +56,9 @@ def _name(site: Site, node: Node | None) -> str | None:
 def _plan_class(site: Site, cls: Scope, name: str) -> str | None:
     node = cls.node
     assert node is not None
-    match: dict[str, str] | None = None
-    said: tuple[Node, str] | None = None
-    for inner in scopes.collect(cls, node.block or []):
-        try:
-            if inner.keyword == "match" and match is None:
-                match = _match(site, inner.words[1:])
-                if "note" in match:
-                    said = (inner, match.pop("note"))
-            else:
-                raise Unmatched(_why_not(inner))
-        except Unmatched as why:
-            site.refuse(inner, f"class {name!r}: {why}")
-            return None
+    match = _judge_body(site, cls, name)
     if match is None:
-        site.refuse(node, f"class {name!r} has no 'match if' test: members added by other "
-                          "means (subclasses, known hosts) have no equivalent")
         return None
-    if said is not None:
-        site.note(*said)
     settings = gather(site, cls, "class", below=cls.parent)
     body: dict[str, Any] = {"name": name, **match, "priority": PRIORITY,
                             "description": f"imported from {node.source}", **settings.fields}
@@ -85,6 +69,35 @@ def _plan_class(site: Site, cls: Scope, name: str) -> str | None:
     return key
 
 
+def _judge_body(site: Site, cls: Scope, name: str) -> dict[str, str] | None:
+    """The class's match, or None when the class itself cannot be mapped (no test the
+    appliance makes, a spawning class). Other statements are refused one by one, and the
+    class is planned without them."""
+    assert cls.node is not None
+    match: dict[str, str] | None = None
+    said: tuple[Node, str] | None = None
+    for inner in scopes.collect(cls, cls.node.block or []):
+        try:
+            if inner.keyword == "match" and match is None:
+                match = _match(site, inner.words[1:])
+                said = (inner, match.pop("note")) if "note" in match else None
+            elif inner.keyword == "spawn":
+                raise Unmatched("spawning classes (a subclass per client) have no equivalent")
+            else:
+                site.refuse(inner, f"class {name!r}: {_why_not(inner)}; the class is planned "
+                                   "without it")
+        except Unmatched as why:
+            site.refuse(inner, f"class {name!r}: {why}")
+            return None
+    if match is None:
+        site.refuse(cls.node, f"class {name!r} has no 'match if' test: members added by "
+                              "other means (subclasses, known hosts) have no equivalent")
+        return None
+    if said is not None:
+        site.note(*said)
+    return match
+
+
 def _options(site: Site, owner: str, found: list[tuple[int, dict[str, object], Node]]) -> None:
     for code, payload, node in found:
         site.plan.add(Planned(model.option_kind(owner), model.option_key(owner, code),
@@ -93,15 +106,15 @@ def _options(site: Site, owner: str, found: list[tuple[int, dict[str, object], N
 
 def _why_not(node: Node) -> str:
     keyword = node.keyword
-    if keyword == "spawn":
-        return "spawning classes (a subclass per client) have no equivalent"
     if keyword == "lease":
         return "a lease limit per class has no equivalent"
     if keyword == "match":
         return "a class has one match test"
+    if keyword in ("if", "elsif", "else"):
+        return "conditional statements (dhcp-eval(5)) run per packet: no equivalent"
     if keyword in scopes.PARAMETERS:
         return f"{keyword} is not a class's setting"
-    return f"{node.text()!r} has no equivalent in a client class"
+    return "no equivalent in a client class"
 
 
 MAX_TEST_WORDS = 40  # the longest test mapped, substring (option x, 0, N) = v, has 11

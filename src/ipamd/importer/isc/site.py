@@ -166,8 +166,10 @@ def _host(site: Site, node: Node, outer: Scope) -> None:
 
 
 def _class(site: Site, node: Node, outer: Scope) -> None:
-    if outer.kind != "global":
-        site.refuse(node, "a class declared inside a scope: the importer takes global classes")
+    """A class is known everywhere wherever it is declared (a subnet's PXE class, say); it
+    carries its own statements only, its outer scopes reach clients through their subnet."""
+    if outer.kind not in ("global", "group", "shared-network", "subnet"):
+        site.refuse(node, f"a class inside a {outer.kind}")
         return
     site.classes.append(Scope("class", node, outer))
 
