@@ -68,7 +68,7 @@ def test_the_site_config_plans_every_construct(tmp_path):
     counts = plan.counts()
     assert {k: v for k, v in counts.items() if v} == {
         "prefix": 6, "subnet": 6, "pool": 8, "reservation": 3, "client_class": 5,
-        "subnet_option": 14, "class_option": 1, "reservation_option": 2, "shared_network": 1,
+        "subnet_option": 14, "class_option": 2, "reservation_option": 2, "shared_network": 1,
         "refused": 15}
     assert len(plan.notes) == 16  # docs/migrating.md, "From ISC dhcpd", gives these counts
     office = subnet(plan, "10.77.1.0/24")
@@ -99,6 +99,8 @@ def test_the_site_configs_classes_match_as_dhcpd_did(tmp_path):
     assert (classes["pxe-bios"]["boot_file"], classes["pxe-bios"]["next_server"]) == (
         "pxelinux.0", "10.77.1.5")
     assert options_of(plan, model.class_key("phones")) == {150: {"addresses": ["10.77.1.6"]}}
+    # vendor-option-space PXE: option 43 of the PXE space's options (mtftp-ip, code 1)
+    assert options_of(plan, model.class_key("pxe-bios")) == {43: {"hex": "01:04:0a:4d:01:05"}}
     assert refused(plan, "class 'either'", "and/or/not")
     assert refused(plan, "class 'by-client'", "subclasses")
     assert refused(plan, 'subclass "by-client"', "no equivalent")
@@ -318,7 +320,7 @@ def test_a_name_declared_twice_keeps_the_first(tmp_path):
 
 def test_settings_in_the_wrong_scope_are_refused(tmp_path):
     plan = isc_plan(tmp_path, """\
-        vendor-option-space PXE;
+        site-option-space PXE;
         server-identifier 10.77.0.1;
         subnet 10.77.0.0 netmask 255.255.255.0 { hardware ethernet 02:00:00:00:00:01; }
         class "c" { match if option user-class = "c"; default-lease-time 60; }
@@ -327,7 +329,7 @@ def test_settings_in_the_wrong_scope_are_refused(tmp_path):
           host a { hardware ethernet 02:00:00:00:00:02; fixed-address 10.77.0.10; }
         }
         """)
-    assert refused(plan, "vendor-option-space", "colon-hex")
+    assert refused(plan, "site-option-space", "by its code")
     assert refused(plan, "server-identifier", "dhcp.server_id")
     assert refused(plan, "hardware ethernet", "outside a host declaration")
     assert refused(plan, "default-lease-time 60", "a class's clients")
@@ -360,3 +362,36 @@ def test_a_class_declared_in_a_subnet_is_a_class_with_its_own_settings(tmp_path)
     assert options_of(plan, model.class_key("pxeclients")) == {}
     assert refused(plan, "if option architecture-type", "conditional statements")
     assert refused(plan, "else", "conditional statements")
+
+
+def test_vendor_option_space_makes_option_43_where_dhcpd_does(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        option space PXE;
+        option PXE.mtftp-ip code 1 = ip-address;
+        option PXE.mtftp-cport code 2 = unsigned integer 16;
+        option PXE.discovery-control code 6 = unsigned integer 8;
+        option space wide code width 2 length width 2;
+        option wide.x code 1 = text;
+        option PXE.mtftp-ip 10.77.0.5;
+        class "pxe" {
+          match if substring (option vendor-class-identifier, 0, 9) = "PXEClient";
+          vendor-option-space PXE;
+          option PXE.discovery-control 3;
+        }
+        subnet 10.77.0.0 netmask 255.255.255.0 {
+          option PXE.mtftp-cport 1758;
+          option wide.x "y";
+        }
+        subnet 10.77.1.0 netmask 255.255.255.0 {
+          vendor-option-space PXE;
+          option PXE.mtftp-cport 1759;
+        }
+        """)
+    assert options_of(plan, model.class_key("pxe")) == {
+        43: {"hex": "01:04:0a:4d:00:05:06:01:03"}}  # its own and the global one, by code
+    assert options_of(plan, model.subnet_key("10.77.1.0/24")) == {
+        43: {"hex": "01:04:0a:4d:00:05:02:02:06:df"}}
+    assert options_of(plan, model.subnet_key("10.77.0.0/24")) == {}
+    assert noted(plan, "option PXE.mtftp-cport 1758", "only in option 43")
+    assert noted(plan, "option space wide", "refused where set")
+    assert refused(plan, 'option wide.x "y"', "without a definition")

@@ -22,6 +22,7 @@ from ipamd.importer.isc.parser import Node
 PARAMETERS = frozenset({
     "default-lease-time", "max-lease-time", "min-lease-time", "filename", "next-server",
     "server-name", "use-host-decl-names", "fixed-address", "hardware", "host-identifier",
+    "vendor-option-space",
 })
 
 # Statements with no equivalent and nothing to carry over: a note says why they go.
@@ -76,7 +77,7 @@ class Scope:
                 return scope.params[key]
         return None
 
-    def keys(self, below: Scope | None = None) -> list[str]:
+    def held(self, below: Scope | None = None) -> list[str]:
         """Every parameter key set from here outward (stopping before ``below``)."""
         seen: dict[str, None] = {}
         for scope in self.chain():

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ipamd.importer import options
 from ipamd.importer.isc import values
-from ipamd.importer.isc.lexer import Kind
+from ipamd.importer.isc.lexer import Kind, Token
 from ipamd.importer.isc.parser import Node
 from ipamd.importer.isc.scope import Scope
 from ipamd.importer.isc.site import Site
@@ -24,6 +24,9 @@ Target = Literal["subnet", "class", "reservation"]
 _SUBNET_ONLY = ("default-lease-time", "max-lease-time", "min-lease-time")
 _HOST_ONLY = ("fixed-address", "hardware", "host-identifier", "option dhcp-client-identifier",
               "use-host-decl-names")
+
+
+Sub = tuple[values.Definition, list[Token], Node]  # an option of an option space, as set
 
 
 @dataclass
@@ -36,7 +39,7 @@ def gather(site: Site, scope: Scope, target: Target, below: Scope | None = None,
            network: ipaddress.IPv4Network | None = None) -> Settings:
     """The settings ``scope`` gives its target, from it outward (stopping before ``below``)."""
     out = Settings()
-    for key in scope.keys(below):
+    for key in scope.held(below):
         node = scope.lookup(key, below)
         if node is None or _elsewhere(site, key, node, target):
             continue
@@ -44,7 +47,51 @@ def gather(site: Site, scope: Scope, target: Target, below: Scope | None = None,
             _one(site, key, node, target, network, out)
         except options.Unmappable as why:
             site.refuse(node, str(why))
+    _space_options(site, scope, below, out)
     return out
+
+
+def _space_options(site: Site, scope: Scope, below: Scope | None, out: Settings) -> None:
+    """Option 43 made of an option space's options where `vendor-option-space` names that
+    space, as dhcpd makes it (RFC 2132 §8.4: code, length, value each), from every scope
+    out to the global one; made here when this target's own scopes name the space or set
+    one of its options (else its outer scope, the subnet, makes it). An option of a space
+    no `vendor-option-space` names is sent nowhere by dhcpd: noted."""
+    own = set(scope.held(below))
+    chosen = scope.lookup("vendor-option-space")
+    space = chosen.words[1].text.lower() if chosen and len(chosen.words) == 2 else None
+    subs: list[Sub] = []
+    for key in scope.held():
+        node = scope.lookup(key)
+        definition = site.definitions.get(key.removeprefix("option "))
+        if node is None or "." not in key or definition is None:
+            continue
+        if key.removeprefix("option ").split(".")[0] == space:
+            subs.append((definition, node.words[2:], node))
+        elif key in own:
+            site.note(node, "dhcpd sends an option space's options only in option 43 "
+                            "where vendor-option-space names the space (made there); "
+                            "nothing to map elsewhere")
+    if chosen is not None and subs and ("vendor-option-space" in own
+                                        or any(f"option {d.name}" in own for d, _, _ in subs)):
+        _vendor_options(site, chosen, subs, out)
+
+
+def _vendor_options(site: Site, chosen: Node, subs: list[Sub], out: Settings) -> None:
+    data = b""
+    for definition, args, node in sorted(subs, key=lambda sub: sub[0].code):
+        try:
+            value = values.encode(definition, args)
+            if len(value) > 255:
+                raise options.Unmappable("a sub-option's value is at most 255 octets")
+        except options.Unmappable as why:
+            site.refuse(node, f"{why}; option 43 is made without it")
+            continue
+        data += bytes([definition.code, len(value)]) + value
+    try:
+        out.options.append((43, options.payload4_hex(43, data), chosen))
+    except options.Unmappable as why:
+        site.refuse(chosen, str(why))
 
 
 def _elsewhere(site: Site, key: str, node: Node, target: Target) -> bool:
@@ -84,10 +131,13 @@ def _option(site: Site, node: Node, target: Target, network: ipaddress.IPv4Netwo
     args = node.words[2:]
     if args and args[0].kind is Kind.PUNCT and args[0].text == "=":
         raise options.Unmappable("a value computed per client (an expression): no equivalent")
-    if "." in name:
-        raise options.Unmappable(f"an option of space {name.split('.')[0]!r} (sub-options "
-                                 "are not mapped; give option 43 as colon-hex instead)")
     definition = site.definitions.get(name)
+    if "." in name:
+        if definition is None:
+            raise options.Unmappable(f"an option of space {name.split('.')[0]!r} without a "
+                                     "definition in an option space of one-octet codes and "
+                                     "lengths (or give option 43 as colon-hex)")
+        return  # made into option 43 by _space_options
     code = definition.code if definition else options.NAMES4.get(
         name, values.DHCPD_NAMES.get(name, -1))
     if code < 0:

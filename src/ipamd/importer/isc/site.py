@@ -50,7 +50,8 @@ class Site:
     classes: list[Scope] = field(default_factory=list)
     shared: list[Scope] = field(default_factory=list)
     loose_ranges: list[Range] = field(default_factory=list)  # pools of a shared network
-    definitions: dict[str, Definition] = field(default_factory=dict)
+    definitions: dict[str, Definition] = field(default_factory=dict)  # "space.name" too
+    spaces: set[str] = field(default_factory=set)  # option spaces that can make option 43
     permits: dict[int, list[Node]] = field(default_factory=dict)  # id(pool scope) -> rules
     resolver: Resolver | None = None
     _said: set[tuple[str, str]] = field(default_factory=set)
@@ -225,7 +226,7 @@ def _statement(site: Site, node: Node, scope: Scope) -> None:
     if node.block is not None:
         site.refuse(node, f"{keyword!r} declarations are not dhcpd.conf the importer knows")
     elif keyword == "option" and len(words) > 2 and words[1].is_word("space"):
-        site.note(node, "option spaces are known; options set in them are refused where set")
+        _space(site, node)
     elif keyword == "option" and len(words) > 3 and words[2].is_word("code"):
         _definition(site, node)
     elif keyword in scopes.NOTED:
@@ -242,9 +243,9 @@ def _statement(site: Site, node: Node, scope: Scope) -> None:
         site.note(node, NOT_APPLICABLE)
     elif keyword == "subclass":
         site.refuse(node, _SUBCLASS_WHY)
-    elif keyword in ("vendor-option-space", "site-option-space"):
-        site.refuse(node, "options built from an option space are not mapped: give option 43 "
-                          "(or the site option) as colon-hex")
+    elif keyword == "site-option-space":
+        site.refuse(node, "options built from a site option space are not mapped: give each "
+                          "site option (224-254) by its code")
     elif keyword == "server-identifier":
         site.refuse(node, "the server identifier is the appliance's dhcp.server_id setting")
     elif keyword in V6_KEYWORDS or keyword.startswith("dhcpv6"):
@@ -276,6 +277,20 @@ def _permit(site: Site, node: Node, scope: Scope) -> None:
         site.refuse(node, f"{node.keyword} {what}: no equivalent on the appliance")
 
 
+def _space(site: Site, node: Node) -> None:
+    """`option space NAME;` with dhcpd's default one-octet codes and lengths: its options
+    can make option 43 (`vendor-option-space NAME;`, RFC 2132 §8.4). Other widths are
+    DHCPv6's or a vendor's own layout."""
+    words = [w.text.lower() for w in node.words]
+    widths = " ".join(words[3:]).split(" hash size")[0]
+    if len(words) >= 3 and widths in ("", "code width 1 length width 1"):
+        site.spaces.add(words[2])
+        site.note(node, "its options make option 43 where vendor-option-space names it")
+    else:
+        site.note(node, "an option space without one-octet codes and lengths: its options "
+                        "are refused where set")
+
+
 def _definition(site: Site, node: Node) -> None:
     words = node.words
     name = words[1].text.lower()
@@ -283,10 +298,9 @@ def _definition(site: Site, node: Node) -> None:
         if not words[3].text.isdigit() or len(words) < 6 or words[4].text != "=":
             raise Unmappable("write it as: option NAME code N = TYPE;")
         code = int(words[3].text)
-        if "." in name:
-            raise Unmappable(f"an option of space {name.split('.')[0]!r}: options in option "
-                             "spaces (vendor sub-options) are not mapped; give option 43 as "
-                             "colon-hex instead")
+        if "." in name and name.split(".")[0] not in site.spaces:
+            raise Unmappable(f"an option of space {name.split('.')[0]!r}, which is not an "
+                             "option space of one-octet codes and lengths declared before it")
         if not 1 <= code <= 254:
             raise Unmappable(f"code {code} is outside 1..254")
         types = definition_types(words[5:])
