@@ -230,3 +230,13 @@ def test_long_statements_are_judged_in_bounded_work_and_quoted_short(tmp_path):
     assert sorted(by_line) == [1, 2]
     assert "a test of 200005 words" in by_line[1].reason
     assert all(len(item.construct) < 300 for item in plan.refused)
+
+
+def test_a_device_or_a_directory_is_not_read(tmp_path):
+    path = write(tmp_path, 'include "/dev/zero";\n')
+    error = read_error(path)
+    assert (error.line, error.message) == (1, 'include "/dev/zero": not a regular file '
+                                              "(/dev/zero)")
+    assert read_error("/dev/zero").message == "not a regular file"
+    assert read_error(str(tmp_path)).message == "a directory, not a file"
+    assert read_error(str(tmp_path / "none.conf")).message == "no such file"

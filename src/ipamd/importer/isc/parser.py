@@ -67,15 +67,20 @@ def _parse_file(path: Path, shown: str, reading: _Reading, depth: int) -> list[N
         reading.chain.pop()
 
 
+def _not_a_file(path: Path) -> str:
+    if path.is_dir():
+        return "a directory, not a file"
+    return "not a regular file" if path.exists() else "no such file"
+
+
 def _read(path: Path, shown: str, reading: _Reading) -> str:
-    """The file's text, never more than the budget left (so memory stays bounded)."""
+    """The file's text, never more than the budget left (so memory stays bounded); a
+    device or a pipe is refused before it is opened (it could block or never end)."""
+    if not path.is_file():
+        raise ReadError(shown, 1, _not_a_file(path))
     try:
         with path.open("rb") as handle:
             data = handle.read(reading.budget + 1)
-    except FileNotFoundError:
-        raise ReadError(shown, 1, "no such file") from None
-    except IsADirectoryError:
-        raise ReadError(shown, 1, "a directory, not a file") from None
     except OSError as error:
         raise ReadError(shown, 1, f"cannot read ({error.strerror})") from None
     if len(data) > reading.budget:
@@ -194,6 +199,6 @@ class _Builder:
             raise ReadError(self.shown, line,
                             f'include "{name}": includes nested more than {MAX_INCLUDES} deep')
         if not target.is_file():
-            why = "a directory, not a file" if target.is_dir() else "no such file"
-            raise ReadError(self.shown, line, f'include "{name}": {why} ({target})')
+            raise ReadError(self.shown, line, f'include "{name}": {_not_a_file(target)} '
+                                              f'({target})')
         return _parse_file(target, shown, self.reading, self.depth + len(self.open))
