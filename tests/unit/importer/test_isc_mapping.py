@@ -67,10 +67,10 @@ def test_the_site_config_plans_every_construct(tmp_path):
     plan = isc.read(str(SITE), resolver)
     counts = plan.counts()
     assert {k: v for k, v in counts.items() if v} == {
-        "prefix": 6, "subnet": 6, "pool": 8, "reservation": 3, "client_class": 5,
+        "prefix": 6, "subnet": 6, "pool": 8, "reservation": 3, "client_class": 6,
         "subnet_option": 14, "class_option": 2, "reservation_option": 2, "shared_network": 1,
-        "refused": 15}
-    assert len(plan.notes) == 16  # docs/migrating.md, "From ISC dhcpd", gives these counts
+        "refused": 14}
+    assert len(plan.notes) == 17  # docs/migrating.md, "From ISC dhcpd", gives these counts
     office = subnet(plan, "10.77.1.0/24")
     assert {k: office[k] for k in ("lease_time_seconds", "min_lease_time_seconds",
                                    "max_lease_time_seconds", "gateway", "ntp_servers")} == {
@@ -94,8 +94,11 @@ def test_the_site_configs_classes_match_as_dhcpd_did(tmp_path):
     assert {name: (c["match"], c["value"], c["priority"]) for name, c in classes.items()} == {
         "pxe-bios": ("vendor_class", "PXEClient", 100), "uefi-x64": ("arch", "7", 100),
         "phones": ("mac_prefix", "00:04:f2", 100), "ipxe": ("user_class", "iPXE", 100),
+        "if dhcpd.conf:128": ("user_class", "legacy", 200),
         "host roaming": ("mac_prefix", "02:00:00:00:03:14", 50)}
-    assert list(classes) == ["pxe-bios", "uefi-x64", "phones", "ipxe", "host roaming"]
+    assert list(classes) == ["pxe-bios", "uefi-x64", "phones", "ipxe", "if dhcpd.conf:128",
+                             "host roaming"]
+    assert classes["if dhcpd.conf:128"]["boot_file"] == "legacy.0"  # a global if's block
     assert (classes["pxe-bios"]["boot_file"], classes["pxe-bios"]["next_server"]) == (
         "pxelinux.0", "10.77.1.5")
     assert options_of(plan, model.class_key("phones")) == {150: {"addresses": ["10.77.1.6"]}}
@@ -133,7 +136,7 @@ def test_the_site_configs_refusals_and_notes_name_their_lines(tmp_path):
     plan = isc.read(str(SITE), resolver)
     lines = {(item.source.line, item.construct.split()[0]) for item in plan.refused
              if item.source.file == str(SITE)}
-    assert {(124, "deny"), (128, "if"), (132, "frobnicate"), (82, "server-name"),
+    assert {(124, "deny"), (132, "frobnicate"), (82, "server-name"),
             (101, "option"), (78, "option"), (79, "option"), (91, "deny")} <= lines
     assert noted(plan, 'failover peer "partner"', "not applicable")
     assert noted(plan, 'key "ddns-key"', "secret_ref")
@@ -395,3 +398,38 @@ def test_vendor_option_space_makes_option_43_where_dhcpd_does(tmp_path):
     assert noted(plan, "option PXE.mtftp-cport 1758", "only in option 43")
     assert noted(plan, "option space wide", "refused where set")
     assert refused(plan, 'option wide.x "y"', "without a definition")
+
+
+def test_a_global_if_on_a_client_test_is_a_class_and_its_else_the_global_scope(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        option arch code 93 = unsigned integer 16;
+        filename "old.0";
+        if exists user-class and option user-class = "iPXE" {
+          filename "http://10.77.0.5/boot.ipxe";
+        } elsif option arch = 00:07 {
+          filename "ipxe.efi";
+          next-server 10.77.0.5;
+        } else {
+          filename "undionly.kpxe";
+          next-server 10.77.0.6;
+        }
+        if option user-class = "x" { option domain-name "x.example"; } else { ping-check true; }
+        if option user-class = "a" or option user-class = "b" { filename "ab"; }
+        subnet 10.77.0.0 netmask 255.255.255.0 { range 10.77.0.10 10.77.0.20; }
+        subnet 10.77.1.0 netmask 255.255.255.0 {
+          filename "own.0";
+          if option user-class = "iPXE" { filename "x"; }
+        }
+        """)
+    classes = {c["name"]: c for c in bodies(plan, "client_class")}
+    assert {name: (c["match"], c["value"], c["priority"], c.get("boot_file"),
+                   c.get("next_server")) for name, c in classes.items()} == {
+        "if dhcpd.conf:3": ("user_class", "iPXE", 200, "http://10.77.0.5/boot.ipxe", None),
+        "if dhcpd.conf:5": ("arch", "7", 201, "ipxe.efi", "10.77.0.5")}
+    zero = subnet(plan, "10.77.0.0/24")
+    assert (zero["boot_file"], zero["next_server"]) == ("undionly.kpxe", "10.77.0.6")
+    assert subnet(plan, "10.77.1.0/24")["boot_file"] == "own.0"
+    assert noted(plan, "next-server 10.77.0.6", "does not")  # the iPXE branch sets none
+    assert refused(plan, 'if option user-class = "x"', "its else block holds 'ping-check")
+    assert refused(plan, 'if option user-class = "a"', "and/or/not")
+    assert refused(plan, 'if option user-class = "iPXE"', "conditional statements")

@@ -3,13 +3,13 @@
 
 `read(path, resolver)` lexes and parses the file (`lexer`, `parser`: a `ReadError` naming
 file and line when it is not dhcpd.conf), lays out its scopes and declarations (`site`),
-then plans client classes (`classes`), shared networks, subnets and pools (`subnets`), and
-hosts (`hosts`), each with the settings its scopes give it (`settings`, `values`).
-"""
+then plans client classes (`classes`, and `conditionals` for a global `if` on a client
+test), shared networks, subnets and pools (`subnets`), and hosts (`hosts`), each with the
+settings its scopes give it (`settings`, `values`)."""
 
 from __future__ import annotations
 
-from ipamd.importer.isc import classes, hosts, parser, site, subnets
+from ipamd.importer.isc import classes, conditionals, hosts, parser, site, subnets
 from ipamd.importer.model import Plan, Resolver
 
 DHCPD_DEFAULT_LEASE = 43_200  # dhcpd.conf(5), default-lease-time (docs/migrating.md)
@@ -26,6 +26,7 @@ def read(path: str, resolver: Resolver | None = None) -> Plan:
                   "s, is planned (not the appliance's 86400 s); max 86400 s and min 300 s "
                   "likewise")
     class_keys = classes.plan_classes(layout)
+    conditionals.plan_conditionals(layout)
     fixed = hosts.fixed_addresses(layout)
     in_use = {address for found in fixed.values() for address in found}
     planted = subnets.plan_subnets(layout, class_keys, in_use)

@@ -120,12 +120,24 @@ def _why_not(node: Node) -> str:
 MAX_TEST_WORDS = 40  # the longest test mapped, substring (option x, 0, N) = v, has 11
 
 
+def test_of(site: Site, words: list[Token]) -> dict[str, str]:
+    """The class match of a conditional's test (the words after `if`/`elsif`); `exists X
+    and` before a test of X says nothing more (the test fails without X)."""
+    if len(words) > 3 and words[0].is_word("exists") and words[2].is_word("and"):
+        words = words[3:]
+    return _test_words(site, words)
+
+
 def _match(site: Site, words: list[Token]) -> dict[str, str]:
-    if len(words) > MAX_TEST_WORDS:
-        raise Unmatched(f"a test of {len(words)} words: not one the appliance's classes make")
     if not words or not words[0].is_word("if"):
         raise Unmatched("'match' without 'if' matches subclasses, which have no equivalent")
-    expr = _strip_parens(words[1:])
+    return _test_words(site, words[1:])
+
+
+def _test_words(site: Site, words: list[Token]) -> dict[str, str]:
+    if len(words) > MAX_TEST_WORDS:
+        raise Unmatched(f"a test of {len(words)} words: not one the appliance's classes make")
+    expr = _strip_parens(words)
     if any(w.is_word("and", "or", "not") for w in expr):
         raise Unmatched("a test combined with and/or/not: the appliance's classes make one")
     sides = _split_equals(expr)

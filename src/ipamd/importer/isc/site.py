@@ -52,6 +52,7 @@ class Site:
     loose_ranges: list[Range] = field(default_factory=list)  # pools of a shared network
     definitions: dict[str, Definition] = field(default_factory=dict)  # "space.name" too
     spaces: set[str] = field(default_factory=set)  # option spaces that can make option 43
+    conditionals: list[list[Node]] = field(default_factory=list)  # global if/elsif/else
     permits: dict[int, list[Node]] = field(default_factory=dict)  # id(pool scope) -> rules
     resolver: Resolver | None = None
     _said: set[tuple[str, str]] = field(default_factory=set)
@@ -91,14 +92,32 @@ def build(plan: Plan, body: list[Node], resolver: Resolver | None) -> Site:
 
 
 def _walk(site: Site, body: list[Node], scope: Scope) -> None:
-    for node in scopes.collect(scope, body):
+    rest = scopes.collect(scope, body)
+    for at, node in enumerate(rest):
         keyword = node.keyword
-        if node.block is not None and keyword in _BLOCKS:
+        if scope.kind == "global" and keyword == "if" and node.block is not None:
+            site.conditionals.append(_branches(rest, at))
+        elif scope.kind == "global" and keyword in ("elsif", "else") and any(
+                node is taken for chain in site.conditionals for taken in chain):
+            continue  # taken with its if
+        elif node.block is not None and keyword in _BLOCKS:
             _BLOCKS[keyword](site, node, scope)
         elif keyword == "range":
             _range(site, node, scope)
         else:
             _statement(site, node, scope)
+
+
+def _branches(rest: list[Node], at: int) -> list[Node]:
+    """An `if` and the `elsif`/`else` blocks that follow it."""
+    chain = [rest[at]]
+    for node in rest[at + 1:]:
+        if node.block is None or node.keyword not in ("elsif", "else"):
+            break
+        chain.append(node)
+        if node.keyword == "else":
+            break
+    return chain
 
 
 def _shared_network(site: Site, node: Node, outer: Scope) -> None:
