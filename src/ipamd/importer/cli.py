@@ -17,6 +17,7 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -47,6 +48,8 @@ def system_resolver(name: str, family: int) -> list[str]:
 def detect(path: str) -> str:
     """`kea` when the file starts (after comments) with `{` or an include, else `isc`."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "kea"  # the reader refuses it by name, before opening it
         with open(path, "rb") as handle:
             head = handle.read(65536).decode("utf-8", errors="replace")
     except OSError as error:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,7 +96,11 @@ class _Lexer:
     def _read(self, path: str, stack: tuple[str, ...]) -> str:
         where = stack[-1] if stack else path
         try:
-            size = os.path.getsize(path)
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
+                # a pipe or device would block or never end: refused before it is opened
+                raise ReadError(path, 1, f"is not a regular file (a {_file_kind(info.st_mode)})")
+            size = info.st_size
             if size > MAX_BYTES or self.total + size > MAX_BYTES:
                 raise ReadError(path, 1, f"{size} bytes; the reader takes configurations of "
                                 f"at most {MAX_BYTES // (1024 * 1024)} MiB")
@@ -118,7 +123,7 @@ class _Lexer:
         full = target if os.path.isabs(target) else os.path.join(os.path.dirname(path), target)
         if not os.path.exists(full) and os.path.exists(target):
             full = target  # Kea resolves a relative include from its working directory
-        if not os.path.isfile(full):
+        if not os.path.exists(full):
             raise ReadError(path, line, f'include "{target}": no such file ({full})')
         if os.path.realpath(full) in stack:
             raise ReadError(path, line, f'include "{target}" includes itself again (a loop: '
@@ -126,6 +131,15 @@ class _Lexer:
         for token in self.tokens(full, stack):
             if token[0] != "end":
                 yield token
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "pipe"),
+                       (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
 
 
 def _decode(path: str, raw: bytes) -> str:

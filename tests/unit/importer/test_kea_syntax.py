@@ -3,6 +3,7 @@ and line, never another exception (docs/migrating.md, "When a file cannot be rea
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -166,3 +167,15 @@ def test_a_placeholder_inside_a_value_refuses_that_parameter(tmp_path):
     subnet = next(obj for obj in plan.objects if obj.kind == "subnet")
     assert "boot_file" not in subnet.body
     assert not any(obj.kind == "pool" for obj in plan.objects)
+
+
+def test_a_directory_a_pipe_or_a_device_is_refused_before_it_is_opened(tmp_path, capsys):
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)  # opening it would wait for a writer forever
+    for path, kind in ((tmp_path, "directory"), (pipe, "pipe"), (Path("/dev/zero"), "device")):
+        assert main(["plan", str(path)]) == 3
+        assert capsys.readouterr().err == (f"ipamd-import: {path}:1: is not a regular file "
+                                           f"(a {kind})\n")
+    including = write(tmp_path, '{ "Dhcp4": { "x": [ <?include "pipe.json"?> ] } }')
+    with pytest.raises(ReadError, match=r"pipe\.json:1: is not a regular file"):
+        kea.read(including)
