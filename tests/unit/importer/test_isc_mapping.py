@@ -397,6 +397,18 @@ def test_vendor_option_space_makes_option_43_where_dhcpd_does(tmp_path):
     assert options_of(plan, model.subnet_key("10.77.0.0/24")) == {}
     assert noted(plan, "option PXE.mtftp-cport 1758", "only in option 43")
     assert noted(plan, "option space wide", "refused where set")
+    both = isc_plan(tmp_path, """\
+        option space PXE;
+        option PXE.mtftp-ip code 1 = ip-address;
+        subnet 10.77.0.0 netmask 255.255.255.0 {
+          vendor-option-space PXE;
+          option PXE.mtftp-ip 10.77.0.5;
+          option vendor-encapsulated-options 01:04:0a:4d:00:06;
+        }
+        """)
+    assert options_of(both, model.subnet_key("10.77.0.0/24")) == {
+        43: {"hex": "01:04:0a:4d:00:06"}}
+    assert refused(both, "vendor-option-space PXE", "vendor-encapsulated-options already")
     assert refused(plan, 'option wide.x "y"', "without a definition")
 
 

@@ -78,6 +78,10 @@ def _space_options(site: Site, scope: Scope, below: Scope | None, out: Settings)
 
 
 def _vendor_options(site: Site, chosen: Node, subs: list[Sub], out: Settings) -> None:
+    if any(code == 43 for code, _, _ in out.options):
+        site.refuse(chosen, "option 43 is set in these scopes by vendor-encapsulated-options "
+                            "already (planned as written)")
+        return
     data = b""
     for definition, args, node in sorted(subs, key=lambda sub: sub[0].code):
         try:
