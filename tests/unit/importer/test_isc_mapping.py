@@ -222,6 +222,17 @@ def test_option_values_in_dhcpds_forms(tmp_path):
         33: {"hex": "0a:4d:09:09:0a:4d:00:01"}, 150: {"addresses": ["10.77.0.5", "10.77.0.6"]},
         225: {"hex": "01"}, 226: {"hex": "00:08:78"}}
     assert noted(plan, "site-sub", "not used")
+    names = isc_plan(tmp_path, """\
+        subnet 10.77.0.0 netmask 255.255.255.0 {
+          option domain-name "bad name";
+          option domain-search "one.example";
+        }
+        subnet 10.77.1.0 netmask 255.255.255.0 { option domain-search "a_b.example"; }
+        """)
+    assert options_of(names, model.subnet_key("10.77.0.0/24")) == {
+        119: {"domains": ["one.example"]}}
+    assert refused(names, 'option domain-name "bad name"', "not a DNS name")
+    assert refused(names, 'option domain-search "a_b.example"', "not a DNS name")
     assert refused(plan, "option site-sub 1", "no definition")
     assert refused(plan, "option unknown-thing 1", "not a standard DHCPv4 option")
 

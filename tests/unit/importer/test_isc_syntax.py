@@ -14,6 +14,7 @@ from ipamd.importer.cli import main
 from ipamd.importer.isc import lexer, parser
 from ipamd.importer.model import Plan, ReadError
 from tests.support import isc_site
+from tests.support.isc_site import generate
 
 SITE = isc_site.SITE.parent
 
@@ -240,3 +241,14 @@ def test_a_device_or_a_directory_is_not_read(tmp_path):
     assert read_error("/dev/zero").message == "not a regular file"
     assert read_error(str(tmp_path)).message == "a directory, not a file"
     assert read_error(str(tmp_path / "none.conf")).message == "no such file"
+
+
+def test_generated_configurations_plan_without_a_crash(tmp_path):
+    """Configurations made from the grammar the reader maps (tests/support/isc_site/
+    generate.py): a plan, never an exception, whatever the combination."""
+    planned = 0
+    for seed in range(600):
+        path = write(tmp_path, generate.config(seed))
+        plan = isc.read(path, lambda name, family: ["10.77.1.9"])
+        planned += len(plan.objects)
+    assert planned > 1000  # the combinations do reach the mapping

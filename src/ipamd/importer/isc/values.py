@@ -13,7 +13,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from ipamd.importer import options
+from ipamd.importer import identity, options
 from ipamd.importer.isc.lexer import Kind, Token
 from ipamd.importer.model import Resolver, Source
 
@@ -67,13 +67,30 @@ def words_text(values: list[Token]) -> str:
 
 def payload(code: int, values: list[Token], resolver: Resolver | None,
             notes: list[str]) -> dict[str, object]:
-    """The API payload of a standard DHCPv4 option written with dhcpd's syntax."""
+    """The API payload of a standard DHCPv4 option written with dhcpd's syntax; a domain
+    name (15) or search list (119) is checked as the API checks it (RFC 1123 labels)."""
+    found = _payload(code, values, resolver, notes)
+    domains = found.get("domains") if code == options.DOMAIN_SEARCH else None
+    names = [found["value"]] if code == 15 else domains if isinstance(domains, list) else []
+    for name in names:
+        try:
+            identity.hostname(str(name))
+        except options.Unmappable:
+            raise options.Unmappable(f"option {code}: {name!r} is not a DNS name (RFC 1123 "
+                                     "labels of letters, digits and hyphens)") from None
+    return found
+
+
+def _payload(code: int, values: list[Token], resolver: Resolver | None,
+             notes: list[str]) -> dict[str, object]:
     if not values:
         raise options.Unmappable("the option has no value")
     if len(values) == 1 and (values[0].kind is Kind.STRING or is_colon_hex(values[0])):
         if code in options.TEXT4 and values[0].kind is Kind.STRING:
             return options.payload4(code, values[0].text, resolver, notes)
-        if code not in options.ADDRESS4 and code not in options.INTEGER4:
+        structured = (options.DOMAIN_SEARCH, options.CLASSLESS_ROUTES)
+        if code not in options.ADDRESS4 and code not in options.INTEGER4 and (
+                code not in structured):
             return options.payload4_hex(code, octets(values[0]))
     return options.payload4(code, words_text(values), resolver, notes)
 
