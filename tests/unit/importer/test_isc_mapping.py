@@ -251,11 +251,13 @@ def test_hosts_the_api_would_refuse_are_refused_here(tmp_path):
         host g { hardware token-ring 02:00:00:00:00:07; fixed-address 10.77.0.13; }
         host h { hardware ethernet 02:00:00:00:00:08; fixed-address 10.77.0.14, 10.77.1.14; }
         host i { hardware ethernet 02:00:00:00:00:09; fixed-address 10.77.0.16, 10.77.0.17; }
+        host j { hardware ethernet 02:00:00:00:00:10; fixed-address 10.77.1.255; }
         """)
     assert refused(plan, "subnet 10.77.0.128", "overlaps the subnet 10.77.0.0/24")
     assert [r["ip"] for r in bodies(plan, "reservation")] == [
         "10.77.0.10", "10.77.0.14", "10.77.1.14", "10.77.0.16"]  # one address a subnet
     assert refused(plan, "host i", "its MAC is reserved")
+    assert refused(plan, "host j", "10.77.1.255 is the network or broadcast address")
     assert refused(plan, "host b", "its address is reserved")
     assert refused(plan, "host c", "its MAC is reserved")
     assert refused(plan, "host d", "multicast")

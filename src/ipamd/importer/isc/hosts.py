@@ -22,7 +22,7 @@ from ipamd.importer.isc.parser import Node
 from ipamd.importer.isc.scope import Scope, flag
 from ipamd.importer.isc.settings import Settings, gather
 from ipamd.importer.isc.site import Site
-from ipamd.importer.isc.subnets import Planted, Planting
+from ipamd.importer.isc.subnets import Planted, Planting, is_host
 from ipamd.importer.model import Planned
 
 HOST_CLASS_PRIORITY = 50  # before the imported classes (100): dhcpd applies a host last
@@ -146,6 +146,10 @@ def _reservations(site: Site, host: Scope, planted: Planting,
         home = planted.holding(address)
         if home is None:
             site.refuse(host.node, f"{address}: no subnet declared in the file holds it")
+            continue
+        if not is_host(home.network, str(address)):
+            site.refuse(host.node, f"{address} is the network or broadcast address of "
+                                   f"{home.network}, not a host's")
             continue
         body: dict[str, Any] = {"ip": str(address), "mac": mac, **settings.fields}
         if client_id:

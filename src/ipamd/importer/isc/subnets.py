@@ -116,7 +116,7 @@ def _fields(site: Site, decl: SubnetDecl, in_use: bool) -> tuple[dict[str, Any],
     settings = gather(site, decl.scope, "subnet", network=decl.network)
     fields: dict[str, Any] = {**lease_fields(site, decl.scope), **settings.fields}
     gateway = fields.get("gateway")
-    if gateway is not None and not _is_host(decl.network, gateway):
+    if gateway is not None and not is_host(decl.network, gateway):
         site.refuse(decl.scope.lookup("option routers") or _node(decl),
                     f"the router {gateway} is not a host address of {decl.network}: the "
                     "appliance's gateway is one (the subnet is planned without it)")
@@ -130,7 +130,7 @@ def _fields(site: Site, decl: SubnetDecl, in_use: bool) -> tuple[dict[str, Any],
     return fields, settings.options
 
 
-def _is_host(network: Network, address: str) -> bool:
+def is_host(network: Network, address: str) -> bool:
     ip = ipaddress.IPv4Address(address)
     return ip in network and (network.prefixlen >= 31
                               or ip not in (network.network_address, network.broadcast_address))
@@ -163,7 +163,7 @@ def _pool(site: Site, subnet: tuple[str, Network, str | None], rng: Range,
     if bounds is None:
         site.refuse(node, "write it as: range [dynamic-bootp] LOW [HIGH]; with LOW <= HIGH")
         return
-    if not (_is_host(network, str(bounds[0])) and _is_host(network, str(bounds[1]))):
+    if not (is_host(network, str(bounds[0])) and is_host(network, str(bounds[1]))):
         site.refuse(node, f"the range is not inside the host addresses of {network}")
         return
     clash = next((o for o in taken if _overlap(o.body, *bounds)), None)
