@@ -458,3 +458,16 @@ def test_a_global_if_on_a_client_test_is_a_class_and_its_else_the_global_scope(t
     assert refused(plan, 'if option user-class = "x"', "its else block holds 'ping-check")
     assert refused(plan, 'if option user-class = "a"', "and/or/not")
     assert refused(plan, 'if option user-class = "iPXE"', "conditional statements")
+
+
+def test_renewal_and_rebinding_times_are_kept_when_the_appliance_derives_them(tmp_path):
+    plan = isc_plan(tmp_path, """\
+        default-lease-time 3600;
+        option dhcp-renewal-time 1800;
+        subnet 10.77.0.0 netmask 255.255.255.0 { option dhcp-rebinding-time 3150; }
+        subnet 10.77.1.0 netmask 255.255.255.0 { option dhcp-rebinding-time 3000; }
+        class "c" { match if option user-class = "c"; option dhcp-renewal-time 1800; }
+        """)
+    assert sorted(item.source.line for item in plan.refused) == [4, 5]
+    assert refused(plan, "dhcp-rebinding-time 3000", "3150 s for 3600 s")
+    assert refused(plan, "option dhcp-renewal-time 1800", "not a class's")

@@ -33,6 +33,7 @@ Sub = tuple[values.Definition, list[Token], Node]  # an option of an option spac
 class Settings:
     fields: dict[str, Any] = field(default_factory=dict)
     options: list[tuple[int, dict[str, object], Node]] = field(default_factory=list)
+    timers: dict[int, tuple[int, Node]] = field(default_factory=dict)  # a subnet's 58/59
 
 
 def gather(site: Site, scope: Scope, target: Target, below: Scope | None = None,
@@ -188,6 +189,12 @@ def _as_field(site: Site, node: Node, code: int, args: list[Any], target: Target
             raise options.Unmappable(f"an owned option set to another value: the appliance "
                                      f"sends {derived}, derived from {network}")
         return True
+    if code in (58, 59) and target == "subnet":
+        value = values.words_text(args)
+        if not value.isdigit():
+            raise options.Unmappable(f"option {code}: {value!r} is not a number of seconds")
+        out.timers[code] = (int(value), node)  # judged with the lease time (timers_kept)
+        return True
     if code in options.OWNED4:
         raise options.Unmappable(f"not an option object on the appliance: "
                                  f"{options.OWNED4[code]}"
@@ -212,6 +219,16 @@ def _boot_file(args: list[Any]) -> str:
     if not 1 <= len(name) <= 127 or not name.isascii() or not name.isprintable():
         raise options.Unmappable("a boot file name is 1 to 127 printable ASCII characters")
     return name
+
+
+def timers_kept(site: Site, settings: Settings, lease: int) -> None:
+    """T1 and T2 written as the appliance derives them from the lease time (RFC 2131
+    §4.4.5: 50 % and 87.5 %) say nothing more; other values are refused."""
+    for code, derived in ((58, lease // 2), (59, lease * 7 // 8)):
+        if code in settings.timers and settings.timers[code][0] != derived:
+            site.refuse(settings.timers[code][1],
+                        f"an owned option set to another value: the appliance derives option "
+                        f"{code} from the lease time ({derived} s for {lease} s)")
 
 
 def lease_fields(site: Site, scope: Scope) -> dict[str, int]:

@@ -13,7 +13,7 @@ from typing import Any
 from ipamd.importer import model
 from ipamd.importer.isc.lexer import Kind
 from ipamd.importer.isc.parser import Node
-from ipamd.importer.isc.settings import gather, lease_fields
+from ipamd.importer.isc.settings import gather, lease_fields, timers_kept
 from ipamd.importer.isc.site import NOT_APPLICABLE, Range, Site, SubnetDecl
 from ipamd.importer.model import Planned, Ref
 
@@ -115,6 +115,7 @@ def _shared(site: Site, scope: Any) -> str | None:
 def _fields(site: Site, decl: SubnetDecl, in_use: bool) -> tuple[dict[str, Any], Found]:
     settings = gather(site, decl.scope, "subnet", network=decl.network)
     fields: dict[str, Any] = {**lease_fields(site, decl.scope), **settings.fields}
+    timers_kept(site, settings, fields["lease_time_seconds"])
     gateway = fields.get("gateway")
     if gateway is not None and not is_host(decl.network, gateway):
         site.refuse(decl.scope.lookup("option routers") or _node(decl),
