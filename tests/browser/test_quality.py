@@ -70,7 +70,7 @@ async def test_pages_request_only_the_api_and_own_files_and_pass_axe(
         "client-classes": "#/client-classes", "tenants": "#/tenants", "settings": "#/settings",
         "license": "#/license", "nodes": "#/nodes", "alerts": "#/alerts",
         "alert-destinations": "#/alert-destinations", "dns": "#/dns",
-        "dns-zone": f"#/dns/zones/{zone['id']}",
+        "dns-zone": f"#/dns/zones/{zone['id']}", "shared-networks": "#/shared-networks",
     }
     source = axe_source()
 

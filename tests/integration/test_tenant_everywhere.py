@@ -58,6 +58,7 @@ def _bodies(n: int, parents: dict[str, str]) -> dict[str, dict[str, Any]]:
         "/subnets/{subnet_id}/options": {"code": (15, 6, 252)[n], "payload": (
             {"addresses": ["10.77.1.53"]} if n == 1 else {"value": "lan.test"})},
         "/client-classes": {"name": f"c{n}", "match": "vendor_class", "value": f"v{n}"},
+        "/shared-networks": {"name": f"g{n}"},
         "/tokens": {"name": f"t{n}", "role": "viewer"},
         "/webhooks": {"name": f"w{n}", "url": "http://localhost:9/hook",
                       "secret_ref": "env:IPAMD_TEST_TENANT_HOOK"},
@@ -124,7 +125,8 @@ async def test_every_create_takes_a_tenant_id_and_every_list_filters_by_it(
         p["name"] == "tenant_id" and p["in"] == "query"
         for p in item["get"].get("parameters", []))]
     for must in ("/webhooks", "/tokens", "/dns-servers", "/dns-zones",
-                 "/settings/alert-destinations", "/prefixes", "/subnets", "/client-classes"):
+                 "/settings/alert-destinations", "/prefixes", "/subnets", "/client-classes",
+                 "/shared-networks"):
         assert must in lists, must
     for path in lists:
         if "{" in path or path not in made:

@@ -145,13 +145,12 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
         # latest migration's, so the next one that adds a column must say how it fills it).
         added = {table: set(upgraded[table][0]) - set(old[table][0])
                  for table in TABLES if upgraded[table] and old[table]}
-        # 0022 (option scopes) gives reservations their own PXE fields, empty on every row
-        # that was there (the subnet's stay in force); its other columns are on tables not
-        # compared here (dhcp_options, client_classes).
+        # 0023 (shared networks) gives subnets their group, none on every row that was
+        # there (each subnet serves its own link, as before).
         assert {table: names for table, names in added.items() if names} == {
-            "reservations": {"next_server", "boot_file"}}
-        for row in upgraded["reservations"]:
-            assert row.pop("next_server") is None and row.pop("boot_file") is None
+            "subnets": {"shared_network_id"}}
+        for row in upgraded["subnets"]:
+            assert row.pop("shared_network_id") is None
         assert upgraded == old  # everything still there, unchanged
 
         async with data.client(running) as anon:

@@ -41,6 +41,7 @@ from ipamd.api.routes import (
     prefixes,
     reservations,
     search,
+    shared_networks,
     subnets,
     tenants,
     tokens,
@@ -78,6 +79,7 @@ ROUTERS += [
     search.router, netbox.router, license.router,
 ]
 ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (docs/dhcpv6.md)
+ROUTERS += [shared_networks.router]  # several subnets on one link (docs/api-ipam.md)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # A request's scope extension (Gate): set once its body may be read.

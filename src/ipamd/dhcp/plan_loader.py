@@ -37,7 +37,7 @@ SELECT id, tenant_id, cidr::inet - {_ZERO} AS network, masklen(cidr) AS prefixle
        CASE WHEN family(gateway) = 4 THEN gateway - {_ZERO} END AS gateway,
        lease_time_seconds, min_lease_time_seconds, max_lease_time_seconds,
        dhcp_enabled, next_server, boot_file, ddns_adapter,
-       ddns_zone, ddns_server_id,
+       ddns_zone, ddns_server_id, shared_network_id,
        ARRAY(SELECT n - {_ZERO} FROM unnest(ntp_servers) AS n WHERE family(n) = 4)
            AS ntp_servers
 FROM subnets WHERE family(cidr) = 4"""

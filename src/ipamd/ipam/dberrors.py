@@ -23,6 +23,12 @@ CONSTRAINTS: dict[str, tuple[int, str]] = {
     "prefixes_tenant_cidr": (409, "cidr: this tenant already has this prefix"),
     "client_classes_tenant_name": (409, "name: this tenant already has a client class so named"),
     "subnets_no_overlap": (409, "cidr: overlaps another subnet of the same tenant"),
+    "shared_networks_tenant_name": (
+        409, "name: this tenant already has a shared network so named"
+    ),
+    "subnets_shared_network": (
+        409, "shared_network_id: the shared network was deleted, or still has subnets"
+    ),
     "subnets_v6_fields": (
         422, "gateway: an IPv6 subnet has no gateway, next_server or boot_file"
     ),

@@ -12,7 +12,7 @@ from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid
 from ipamd.core.rows import fetch_one
 from ipamd.dhcp import leasestore
-from ipamd.ipam import utilisation
+from ipamd.ipam import shared_networks, utilisation
 from ipamd.ipam.dberrors import guarded
 from ipamd.ipam.occupancy import LIVE_SQL
 from ipamd.ipam.rows import inside_message, one, set_clause, tenant_for_create
@@ -21,20 +21,20 @@ COLUMNS = (
     "id, tenant_id, prefix_id, cidr, name, description, gateway, lease_time_seconds, "
     "min_lease_time_seconds, max_lease_time_seconds, dhcp_enabled, next_server, boot_file, "
     "ntp_servers, ddns_adapter, ddns_zone, "
-    "ddns_reverse_zone, ddns_ttl, ddns_server_id, created_at, updated_at"
+    "ddns_reverse_zone, ddns_ttl, ddns_server_id, shared_network_id, created_at, updated_at"
 )
 UPDATABLE = (
     "prefix_id", "cidr", "name", "description", "gateway", "lease_time_seconds",
     "min_lease_time_seconds", "max_lease_time_seconds", "dhcp_enabled", "next_server",
     "boot_file", "ntp_servers", "ddns_adapter", "ddns_zone",
-    "ddns_reverse_zone", "ddns_ttl", "ddns_server_id",
+    "ddns_reverse_zone", "ddns_ttl", "ddns_server_id", "shared_network_id",
 )
 DEFAULTS: dict[str, Any] = {
     "name": "", "description": "", "gateway": None, "lease_time_seconds": 86_400,
     "min_lease_time_seconds": None, "max_lease_time_seconds": None, "dhcp_enabled": True,
     "next_server": None, "boot_file": None, "ntp_servers": [],
     "ddns_adapter": "none", "ddns_zone": None, "ddns_reverse_zone": None, "ddns_ttl": None,
-    "ddns_server_id": None,
+    "ddns_server_id": None, "shared_network_id": None,
 }
 
 
@@ -60,6 +60,7 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "ddns_reverse_zone": row["ddns_reverse_zone"],
         "ddns_ttl": row["ddns_ttl"],
         "ddns_server_id": row["ddns_server_id"],
+        "shared_network_id": row["shared_network_id"],
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }
@@ -234,6 +235,8 @@ async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -
     field_rules(s)
     await _check_dns(conn, s)
     await _check_plan(conn, s, None)
+    if s["shared_network_id"] is not None:
+        await shared_networks.check_member(conn, s)
     names = ["tenant_id", *UPDATABLE]
     markers = ", ".join(f"${i}" for i in range(1, len(names) + 1))
     stored = _columns(s)
@@ -355,6 +358,8 @@ async def update(
         await _check_dns(conn, s)
     if "prefix_id" in changes or "cidr" in changes:
         await _check_plan(conn, s, subnet_id)
+    if changes.get("shared_network_id") is not None:
+        await shared_networks.check_member(conn, s)
     if s["cidr"] != current["cidr"]:
         await _children_fit(conn, subnet_id, s["cidr"])
     if s["gateway"] is not None and s["gateway"] != current["gateway"]:

@@ -89,6 +89,8 @@ async def delete(conn: asyncpg.Connection, actor: str, tenant_id: uuid.UUID) -> 
         """SELECT (SELECT count(*) FROM prefixes WHERE tenant_id = $1) AS prefix,
                   (SELECT count(*) FROM subnets WHERE tenant_id = $1) AS subnet,
                   (SELECT count(*) FROM client_classes WHERE tenant_id = $1) AS "client class",
+                  (SELECT count(*) FROM shared_networks WHERE tenant_id = $1)
+                      AS "shared network",
                   (SELECT count(*) FROM dns_servers WHERE tenant_id = $1) AS "DNS server",
                   (SELECT count(*) FROM dns_zones WHERE tenant_id = $1) AS "DNS zone",
                   (SELECT count(*) FROM webhooks WHERE tenant_id = $1) AS webhook,

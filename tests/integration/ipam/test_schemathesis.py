@@ -48,6 +48,8 @@ async def _seed(admin) -> dict[str, str]:
             "code": 6, "payload": {"addresses": ["10.20.1.53"]}}))["id"],
         "token_id": created(await admin.post("/tokens", json={
             "name": "throwaway", "role": "viewer"}))["id"],
+        "shared_network_id": created(await admin.post("/shared-networks", json={
+            "name": "link-1"}))["id"],
     }
     return ids
 

@@ -50,6 +50,8 @@ class SubnetOut(BaseModel):
     ddns_reverse_zone: str | None
     ddns_ttl: int | None
     ddns_server_id: uuid.UUID | None
+    shared_network_id: uuid.UUID | None = Field(
+        description="the shared network (several subnets on one link) the subnet is in")
     created_at: dt.datetime
     updated_at: dt.datetime
 
@@ -172,6 +174,24 @@ class ClientClassOut(BaseModel):
     priority: int = Field(description="among matching classes the lowest number's option wins")
     next_server: str | None = Field(description="PXE next server (siaddr), over the subnet's")
     boot_file: str | None = Field(description="PXE boot file, over the subnet's")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class SharedNetworkMember(BaseModel):
+    id: uuid.UUID
+    cidr: str
+    name: str
+
+
+class SharedNetworkOut(BaseModel):
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    name: str
+    description: str
+    subnets: list[SharedNetworkMember] = Field(
+        description="the members, by network address: the order in which the DHCP server "
+                    "tries their pools after the subnet the relay's address is in")
     created_at: dt.datetime
     updated_at: dt.datetime
 

@@ -34,6 +34,8 @@ MIN_LEASE = ("the shortest lease a client may ask for (option 51); null: lease_t
              "IPv4 only")
 MAX_LEASE = ("the longest lease a client may ask for (option 51); null: lease_time_seconds. "
              "IPv4 only")
+SHARED = ("the shared network (several IPv4 subnets on one link, docs/api-ipam.md) it joins; "
+          "null: none")
 DdnsAdapter = Literal["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"]
 
 
@@ -65,6 +67,7 @@ class SubnetCreate(Body):
     ddns_ttl: int | None = Field(default=None, ge=1, le=2_147_483_647,
                                  description="record TTL; null: a third of the lease time")
     ddns_server_id: Id | None = Field(default=None, description="the DNS server to update")
+    shared_network_id: Id | None = Field(default=None, description=SHARED)
     tenant_id: Id | None = Field(default=None, description="the prefix's tenant when left out")
 
 
@@ -86,6 +89,7 @@ class SubnetPatch(Body):
     ddns_reverse_zone: ReverseZone | None = patch()
     ddns_ttl: int | None = patch(ge=1, le=2_147_483_647)
     ddns_server_id: Id | None = patch()
+    shared_network_id: Id | None = patch(SHARED)
 
 
 class SubnetQuery(paging.PageQuery):

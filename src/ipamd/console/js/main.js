@@ -18,6 +18,7 @@ const NAV = [
   ["#/tokens", "Tokens", "admin"],
   ["#/audit", "Audit", "viewer"],
   ["#/client-classes", "Client classes", "viewer"],
+  ["#/shared-networks", "Shared networks", "viewer"],
   ["#/tenants", "Tenants", "viewer"],
   ["#/settings", "Settings", "viewer"],
   ["#/license", "License", "viewer"],

@@ -17,6 +17,7 @@ import { prefixes } from "./pages/prefixes.js";
 import { reservationPage } from "./pages/reservation.js";
 import { search } from "./pages/search.js";
 import { settings } from "./pages/settings.js";
+import { sharedNetworks } from "./pages/shared_networks.js";
 import { subnetPage } from "./pages/subnet.js";
 import { tenants } from "./pages/tenants.js";
 import { tokensPage } from "./pages/tokens.js";
@@ -44,6 +45,7 @@ export const routes = [
   [/^\/client-classes$/, clientClasses],
   [new RegExp(`^/client-classes/${ID}$`), clientClassPage],
   [new RegExp(`^/reservations/${ID}$`), reservationPage],
+  [/^\/shared-networks$/, sharedNetworks],
   [/^\/tenants$/, tenants],
   [/^\/settings$/, settings],
   [/^\/license$/, licensePage],

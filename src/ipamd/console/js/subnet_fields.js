@@ -22,6 +22,8 @@ const subnetFields = [
   { name: "ddns_reverse_zone", label: "DDNS reverse zone", nullable: true },
   { name: "ddns_ttl", label: "DDNS TTL", type: "number", nullable: true },
   { name: "ddns_server_id", label: "DDNS server", nullable: true },
+  // Several IPv4 subnets on one link (docs/api-ipam.md, "Shared networks").
+  { name: "shared_network_id", label: "Shared network", nullable: true, v4: true },
 ];
 
 // An IPv6 subnet has no gateway and no PXE fields (docs/api-ipam.md, "IPv6"): the API refuses them.
@@ -31,22 +33,24 @@ export const V6_NOTE = "IPv6: no gateway — hosts learn their default routers f
   + "(RFC 4861); no PXE next server or boot file — give the boot file URL as DHCPv6 option 59 (RFC 5970) "
   + "under Options; no bounds on a client's requested lease time — the valid lifetime is the lease time.";
 
-// The DDNS server as a picker and the zones with the known zones offered (a zone of an
-// external server need not be one of the appliance's: the field stays free text).
-// `servers` is the server picker (null when the list cannot be read); `byField` what
-// replaces or extends each field.
+// The DDNS server and the shared network as pickers and the zones with the known zones
+// offered (a zone of an external server need not be one of the appliance's: the field stays
+// free text). `servers` and `groups` are the pickers (null when the list cannot be read);
+// `byField` what replaces or extends each field.
 export async function loadDdnsPickers() {
-  const [servers, zones] = await Promise.all([
+  const [servers, zones, groups] = await Promise.all([
     pickerOf("/dns-servers", "ddns_server_id", "DDNS server", "none", (x) => `${x.name} (${x.adapter})`),
     pickerOf("/dns-zones", "ddns_zone", "", "", (z) => z.name),
+    pickerOf("/shared-networks", "shared_network_id", "Shared network", "none (alone on its link)", (n) => n.name),
   ]);
   const names = (kind) => (zones?.items || []).filter((z) => z.kind === kind).map((z) => z.name);
   const byField = {
     ddns_server_id: servers,
     ddns_zone: { suggestions: names("forward") },
     ddns_reverse_zone: { suggestions: names("reverse") },
+    shared_network_id: groups,
   };
-  return { servers, byField };
+  return { servers, groups, byField };
 }
 
 // The form's fields for a subnet of the family, with what `ddns` (loadDdnsPickers) offers.

@@ -35,7 +35,7 @@ const AUDIT_LINK = {
   dns_zone: (a) => `#/dns/zones/${a.object_id}`, dns_record: (a, o) => o?.zone_id && `#/dns/zones/${o.zone_id}`,
   dns_server: () => "#/dns", outbox: () => "#/work", node: (a) => `#/nodes/${a.object_id}`,
   tenant: () => "#/tenants", client_class: () => "#/client-classes", token: () => "#/tokens",
-  webhook: () => "#/webhooks",
+  webhook: () => "#/webhooks", shared_network: () => "#/shared-networks",
 };
 // An object's name as its own entry says it: a CIDR, a name, an IP, a record.
 function auditName(o) {

@@ -29,10 +29,12 @@ async function reservationImpact(r) {
   return `${r.ip} is leased now (${plural(live, "live lease")}); the lease stays until it ends.`;
 }
 
-// A field's value as the settings list shows it (the DDNS server by name, linked).
-function shownValue(s, f, serverName) {
+// A field's value as the settings list shows it (the DDNS server and the shared network by
+// name, linked).
+function shownValue(s, f, serverName, groupName) {
   const v = s[f.name];
   if (f.name === "ddns_server_id" && serverName.has(v)) return link("#/dns", serverName.get(v));
+  if (f.name === "shared_network_id" && groupName.has(v)) return link("#/shared-networks", groupName.get(v));
   if (Array.isArray(v)) return dash(v.join(", "));
   if (typeof v === "boolean") return v ? "yes" : "no";
   return dash(v);
@@ -66,10 +68,11 @@ async function settingsSection(s) {
   const fields = section("Settings");
   const ddns = await loadDdnsPickers();
   const serverName = new Map((ddns.servers?.items || []).map((x) => [x.id, x.name]));
+  const groupName = new Map((ddns.groups?.items || []).map((x) => [x.id, x.name]));
   const v6 = isV6(s.cidr);
   if (v6) fields.append(h("p", { class: "muted", "data-testid": "v6-note" }, V6_NOTE));
   fields.append(h("dl", { class: "kv" },
-    familyFields(v6).map((f) => [h("dt", {}, f.label), h("dd", {}, shownValue(s, f, serverName))])));
+    familyFields(v6).map((f) => [h("dt", {}, f.label), h("dd", {}, shownValue(s, f, serverName, groupName))])));
   if (can("operator")) {
     const panel = h("div");
     fields.append(editButtons(s, ddns, panel), panel);
