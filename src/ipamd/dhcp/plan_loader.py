@@ -46,7 +46,8 @@ _POOLS = f"""SELECT id, subnet_id, start_ip - {_ZERO} AS start_ip, end_ip - {_ZE
 _EXCLUDES = f"""SELECT subnet_id, start_ip - {_ZERO} AS start_ip, end_ip - {_ZERO} AS end_ip
                 FROM excludes WHERE family(start_ip) = 4"""
 _RESERVATIONS = f"""SELECT id, subnet_id, ip - {_ZERO} AS ip, mac::text AS mac, duid, client_id,
-                           hostname FROM reservations WHERE family(ip) = 4"""
+                           hostname, next_server, boot_file
+                    FROM reservations WHERE family(ip) = 4"""
 _ASSIGNMENTS = f"SELECT subnet_id, ip - {_ZERO} AS ip FROM assignments WHERE family(ip) = 4"
 # IPv6 subnets' options are DHCPv6 codes (core/option6_shapes.py): never a DHCPv4 option.
 _OPTIONS = """SELECT subnet_id, code, payload, vendor_class FROM dhcp_options
