@@ -23,7 +23,7 @@ TEST_PACKAGES += dhcpcd-base  # a second DHCPv6 client (tests/e2e/dhcp6)
 TEST_PACKAGES += prometheus prometheus-alertmanager  # ops tests (docs/operations-monitoring.md)
 TEST_PACKAGES += bind9 bind9-dnsutils pdns-server pdns-backend-sqlite3 krb5-kdc krb5-admin-server  # DNS adapters (docs/dns.md)
 TEST_PACKAGES += apt-utils  # apt-ftparchive: the image build's recorded inputs (tests/unit/test_image_inputs.py)
-TEST_PACKAGES += kea-doc isc-dhcp-server  # the example configurations ipamd-import reads (docs/migrating.md)
+TEST_PACKAGES += kea-doc isc-dhcp-server kea-dhcp4-server  # ipamd-import: the examples it reads, and Kea beside the appliance to prove the mapping (docs/migrating.md)
 BENCH_PACKAGES := $(TEST_PACKAGES) kea-dhcp4-server kea-admin postgresql-client dnsperf wrk
 BENCH_PACKAGES += kea-dhcp6-server  # bench_dhcp6: kea-dhcp6 beside perfdhcp -6
 # `make lint`: the console's JavaScript linter (Debian's eslint, with its node modules).

@@ -76,7 +76,18 @@ export IPAMD_CONFIG="${IPAMD_CONFIG:-/etc/ipamd/ipamd.toml}"
 export IPAMD_SUPERVISOR="${IPAMD_SUPERVISOR-/etc/ipamd/supervisord.conf}"
 exec /opt/ipamd/.venv/bin/ipamd "$@"
 EOF
-chmod 0755 "$root/opt/ipamd/.venv/bin/ipamd" "$root/usr/local/bin/ipamd"
+# ipamd-import (docs/migrating.md): a Kea or ISC dhcpd configuration onto the API.
+cat > "$root/opt/ipamd/.venv/bin/ipamd-import" <<'EOF'
+#!/opt/ipamd/.venv/bin/python3
+import sys
+
+from ipamd.importer.cli import main
+
+sys.exit(main())
+EOF
+ln -sf /opt/ipamd/.venv/bin/ipamd-import "$root/usr/local/bin/ipamd-import"
+chmod 0755 "$root/opt/ipamd/.venv/bin/ipamd" "$root/usr/local/bin/ipamd" \
+  "$root/opt/ipamd/.venv/bin/ipamd-import"
 find "$root/opt/ipamd" "$root/usr/lib/python3" -name __pycache__ -type d -prune -exec rm -rf {} +
 chroot "$root" /opt/ipamd/.venv/bin/python3 -m compileall -q -j1 \
   --invalidation-mode checked-hash /opt/ipamd/src /opt/ipamd/.venv/lib /usr/lib/python3 \

@@ -67,8 +67,8 @@ async def run_once(
     ttl_seconds: int,
     fn: Callable[..., Awaitable[Any]],
     args: tuple[Any, ...],
-) -> tuple[int, Any]:
-    """Inside a transaction: create once per (scope, key); returns (status, body)."""
+) -> tuple[int, Any, bool]:
+    """Inside a transaction: create once per (scope, key); returns (status, body, replayed)."""
     key_hash = hashlib.sha256(key.encode()).hexdigest()
     # Claim the key; an expired record is taken over as if absent.
     claimed = await conn.fetchval(
@@ -98,7 +98,7 @@ async def run_once(
             raise ApiError(
                 409, "Idempotency-Key was already used with a different request body", "conflict"
             )
-        return row["status"], unseal(key, scope, row["response"])
+        return row["status"], unseal(key, scope, row["response"]), True
     created = jsonutil.plain(await fn(conn, *args))
     await conn.execute(
         "UPDATE idempotency_keys SET status = 201, response = $3 WHERE scope = $1 AND key = $2",
@@ -106,7 +106,7 @@ async def run_once(
         key_hash,
         seal(key, scope, created),
     )
-    return 201, created
+    return 201, created, False
 
 
 async def purge_expired(conn: asyncpg.Connection, ttl_seconds: int) -> int:

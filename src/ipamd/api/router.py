@@ -28,6 +28,7 @@ from ipamd.state import AppState
 Role = Literal["viewer", "operator", "admin"]
 ROLES: tuple[Role, ...] = ("viewer", "operator", "admin")
 RANK = {role: rank for rank, role in enumerate(ROLES)}
+REPLAYED = "Idempotent-Replayed"  # on a 201 replayed for an Idempotency-Key (docs/api-ipam.md)
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -134,7 +135,7 @@ class RequestContext:
             return Reply(jsonutil.plain(created), 201)
         scope = f"{self.caller.actor}|{self.route.method}|{request.path}"
         digest = hashlib.sha256(jsonutil.canonical(self.raw_body)).digest()
-        status, body = await self.state.db.transaction(
+        status, body, replayed = await self.state.db.transaction(
             idempotency.run_once,
             scope,
             key,
@@ -143,7 +144,8 @@ class RequestContext:
             fn,
             args,
         )
-        return Reply(body, status)
+        # A replay says so, so a client that retries (ipamd-import) can tell it from a create.
+        return Reply(body, status, {REPLAYED: "true"} if replayed else {})
 
 
 def _declared(value: BaseModel | None, model: type[M], route: RouteSpec, part: str) -> M:

@@ -5,9 +5,10 @@
 - every create carries an Idempotency-Key derived from the source object's key, so a rerun
   with the same token (after an interruption) replays what exists and creates only what is
   missing (docs/api-ipam.md, "Conventions"; keys live `api.idempotency_ttl_seconds`);
-- a 409 (an overlapping pool, an address already reserved, a CIDR or name already there) is
-  reported and skipped, never overwritten; a prefix, subnet, client class or shared network
-  that already exists with the same CIDR or name is used as it is for the children;
+- a 409 is never overwritten: when the object already there is the planned one (the same
+  CIDR, name, range, address and identity, or option code) it is used as it is for the
+  children and the fields that differ are named; anything else (an overlapping pool, an
+  address reserved for another client) is reported as a conflict and skipped;
 - a 402 (the license cap) stops the run cleanly; so do 401/403 and an unreachable API.
 """
 
@@ -22,13 +23,18 @@ import httpx
 
 from ipamd.importer.model import Plan, Planned, collection_path, resolve
 
-# What identifies an existing object of a kind on a 409: the list filter and the body field.
-LOOKUPS: dict[str, tuple[str, str, str]] = {
-    "prefix": ("/prefixes", "cidr", "cidr"),
-    "subnet": ("/subnets", "cidr", "cidr"),
-    "client_class": ("/client-classes", "name", "name"),
-    "shared_network": ("/shared-networks", "name", "name"),
+# What makes an object already on the appliance the planned one, when a create meets a 409:
+# these fields equal (the API shows them in the canonical form the plan uses).
+IDENTITY: dict[str, tuple[str, ...]] = {
+    "prefix": ("cidr",), "subnet": ("cidr",), "client_class": ("name",),
+    "shared_network": ("name",), "pool": ("start_ip", "end_ip"),
+    "exclude": ("start_ip", "end_ip"), "reservation": ("ip", "mac", "duid"),
+    "assignment": ("ip", "hostname"), "pd_pool": ("prefix", "delegated_length"),
+    "subnet_option": ("code", "vendor_class"), "class_option": ("code", "vendor_class"),
+    "reservation_option": ("code", "vendor_class"),
 }
+# List filters that narrow the search on the server (the rest is matched here).
+FILTERS: dict[str, str] = {"prefix": "cidr", "subnet": "cidr", "shared_network": "name"}
 MAX_PAGES = 100  # of 1,000 items: far more client classes than any configuration holds
 REPLAYED = "idempotent-replayed"  # set by the API on a replayed 201 (docs/api-ipam.md)
 
@@ -121,10 +127,11 @@ class Applier:
                          "created without one")
         if reply.status_code == 409:
             found = self.existing(obj)
-            if found is not None:
-                self.ids[obj.key] = found
-                return entry("exists", f"already there ({message}); used as it is")
-            return entry("conflict", message)
+            if found is None:
+                return entry("conflict", message)
+            self.ids[obj.key] = found[0]
+            differs = f" (it differs from the plan in {', '.join(found[1])})" if found[1] else ""
+            return entry("exists", f"already there; kept as it is{differs}")
         if reply.status_code in (400, 404, 422):
             return entry("invalid", f"{reply.status_code}: {message}")
         raise Stop(f"{reply.status_code} from the API: {message}")
@@ -135,25 +142,26 @@ class Applier:
         except httpx.HTTPError as error:
             raise Stop(f"the API did not answer ({type(error).__name__}: {error})") from None
 
-    def existing(self, obj: Planned) -> str | None:
-        """The id of the one object that holds the same CIDR or name, or None."""
-        lookup = LOOKUPS.get(obj.kind)
-        if lookup is None:
-            return None
-        path, query, field_name = lookup
-        want = obj.body[field_name]
-        params: dict[str, Any] = {query: want, "limit": 1000}
-        found: list[str] = []
-        for _ in range(MAX_PAGES):  # a filter the API lacks (class names) is applied here
+    def existing(self, obj: Planned) -> tuple[str, list[str]] | None:
+        """The object already there that is the planned one (its IDENTITY fields equal), and
+        the fields it holds with other values; None when there is none."""
+        fields = IDENTITY[obj.kind]
+        want = {name: obj.body.get(name) for name in fields}
+        params: dict[str, Any] = {"limit": 1000}
+        if obj.kind in FILTERS:
+            params[FILTERS[obj.kind]] = obj.body[FILTERS[obj.kind]]
+        path = collection_path(obj, self.ids)
+        for _ in range(MAX_PAGES):  # bounded: a configuration's scope holds far fewer
             page = self.get(path, params)
             if page is None:
                 return None
-            found += [str(item["id"]) for item in page.get("items", [])
-                      if item.get(field_name) == want]
+            for item in page.get("items", []):
+                if all(item.get(name) == value for name, value in want.items()):
+                    return str(item["id"]), _differing(obj, item)
             if not page.get("next_cursor"):
-                break
+                return None
             params["cursor"] = page["next_cursor"]
-        return found[0] if len(found) == 1 else None
+        return None
 
     def get(self, path: str, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
@@ -164,6 +172,13 @@ class Applier:
             return None
         page = reply.json()
         return page if isinstance(page, dict) else None
+
+
+def _differing(obj: Planned, item: dict[str, Any]) -> list[str]:
+    """The planned fields the existing object holds with other values (references aside)."""
+    return sorted(name for name, value in obj.body.items()
+                  if isinstance(value, str | int | bool | list | dict) and name in item
+                  and item[name] != value)
 
 
 def _message(reply: httpx.Response) -> str:

@@ -27,8 +27,10 @@ async def test_same_key_same_body_replays_the_original_201(operator, viewer, res
     key = {"Idempotency-Key": f"create-{resource}"}
     first = await operator.post(path, json=body, headers=key)
     assert first.status_code == 201, first.text
+    assert "Idempotent-Replayed" not in first.headers
     again = await operator.post(path, json=body, headers=key)
     assert again.status_code == 201 and again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
     assert "different request body" in error_of(
         await operator.post(path, json=other, headers=key), 409, "conflict")
     # Without the key the same body is a second create, refused as a duplicate.
