@@ -10,6 +10,10 @@ Servers:
   kea-pg     kea-dhcp4 with its PostgreSQL lease backend (single-threaded, Kea's default)
   kea-mem    kea-dhcp4 with memfile (persisted CSV)
   ipamd      the appliance (`python -m ipamd run`), leases in PostgreSQL
+  ipamd-ping the same with the subnet's ping check on (docs/api-ipam.md, "Ping check"):
+             every Offer waits for an ICMP echo to its address that nobody answers (the
+             pool's networks are routed to perfdhcp's namespace, which does not forward),
+             --ping-timeout-ms each; the summary gives its zero-drop rate over ipamd's
   (kea-pg-mt: Kea PostgreSQL with 4 threads, on request with --servers)
 The sweep goes rate by rate, every server at a rate before the next rate (sweep_order), so
 the figures compared at one rate were taken minutes apart at most.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import json
 import math
 import shutil
@@ -97,8 +102,15 @@ LATENCY_RATES = (200, 1000)  # the summary's latency comparison
 # host too: free page reporting), so the DORA latencies are taken only up to this rate,
 # which covers LATENCY_RATES; above it perfdhcp runs as ISC runs it for throughput.
 STAMPS_MAX = 2000
-ALL_SERVERS = ("kea-pg", "kea-mem", "ipamd", "kea-pg-mt")
-DEFAULT_SERVERS = ("kea-pg", "kea-mem", "ipamd")
+ALL_SERVERS = ("kea-pg", "kea-mem", "ipamd", "ipamd-ping", "kea-pg-mt")
+DEFAULT_SERVERS = ("kea-pg", "kea-mem", "ipamd", "ipamd-ping")
+IPAMD_SERVERS = ("ipamd", "ipamd-ping")
+PING_TIMEOUT_MS = 100  # the ping check's wait in ipamd-ping's runs (the subnet's minimum)
+# The pool's addresses outside the link's first /24, routed to perfdhcp's namespace (which
+# does not forward): a probe leaves as to a client behind a relay, with no neighbour
+# resolution per address, and nothing answers.
+POOL_ROUTES = ("10.77.1.0/24", "10.77.2.0/23", "10.77.4.0/22", "10.77.8.0/21", "10.77.16.0/20",
+               "10.77.32.0/19", "10.77.64.0/18", "10.77.128.0/17")
 TOOLS = ("ip", "perfdhcp", "kea-dhcp4", "kea-admin", "psql")
 
 
@@ -259,21 +271,27 @@ def ipamd_config(rig: Rig, database: str) -> Path:
     }, {"state_dir": str(rig.work / "ipamd-state")})
 
 
-def create_plan(base: str) -> None:
-    """The plan the bench serves, through ipamd's own API (loopback, before any token)."""
+def create_plan(base: str, ping_timeout_ms: int | None = None) -> None:
+    """The plan the bench serves, through ipamd's own API (loopback, before any token);
+    with ``ping_timeout_ms``, the subnet's ping check on."""
+    ping = ({} if ping_timeout_ms is None else
+            {"ping_check": True, "ping_timeout_ms": ping_timeout_ms})
     with httpx.Client(base_url=base, timeout=30) as api:
         prefix = post(api, "/prefixes", {"cidr": SUBNET, "description": "bench"})
         subnet = post(api, "/subnets", {"prefix_id": prefix["id"], "cidr": SUBNET,
-                                        "gateway": RELAY_IP, "lease_time_seconds": LEASE_TIME})
+                                        "gateway": RELAY_IP, "lease_time_seconds": LEASE_TIME,
+                                        **ping})
         post(api, f"/subnets/{subnet['id']}/pools",
              {"name": "bench", "start_ip": POOL[0], "end_ip": POOL[1]})
 
 
 @contextlib.contextmanager
-def ipamd(rig: Rig, template: str, label: str) -> Any:
-    """The appliance on a fresh database (cloned from a migrated template), plan via the API."""
+def ipamd(rig: Rig, template: str, label: str, ping_timeout_ms: int | None = None) -> Any:
+    """The appliance on a fresh database (cloned from a migrated template), plan via the API
+    (``ping_timeout_ms``: with the ping check on)."""
     database = rig.fresh_database("ipamd", template)
-    with ipamd_running(rig, ipamd_config(rig, database), database, label, create_plan) as proc:
+    plan = functools.partial(create_plan, ping_timeout_ms=ping_timeout_ms)
+    with ipamd_running(rig, ipamd_config(rig, database), database, label, plan) as proc:
         yield proc, database
 
 
@@ -283,9 +301,10 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
             template: str | None, overload: bool = False) -> Result:
     label = f"{server}-r{rate}" + ("-overload" if overload else "")
     starter: Any
-    if server == "ipamd":
+    if server in IPAMD_SERVERS:
         assert template is not None
-        starter = ipamd(rig, template, label)
+        starter = ipamd(rig, template, label,
+                        args.ping_timeout_ms if server == "ipamd-ping" else None)
     else:
         backend = "memfile" if server == "kea-mem" else "pgsql"
         starter = kea(rig, backend, 4 if server == "kea-pg-mt" else 1, label)
@@ -304,7 +323,7 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
         # while at its ceiling and derives them after, within the CPU measured here.
         derived_after: float | None = None
         figures: tuple[dict[str, int], float | None] = ({}, None)
-        if server == "ipamd":
+        if server in IPAMD_SERVERS:
             figures = rig.ipamd_figures(rig.out / f"{label}.metrics.txt")
             try:
                 derived_after = rig.journal_derived(database)
@@ -488,6 +507,7 @@ def table(results: list[Result], servers: list[str]) -> str:
                              theirs.dora_per_s if theirs else None)
                 parts.append(f"{label} {both}")
             rows.append(f"  ipamd / {peer}: " + ", ".join(parts))
+    rows += ping_summary(results, servers)
     latency = latency_summary(results, servers)
     if latency:
         rows.append("DORA latency and CPU per DORA at light load:")
@@ -497,6 +517,24 @@ def table(results: list[Result], servers: list[str]) -> str:
         rows.append("at twice the ceiling (no collapse: achieved near the ceiling):")
         rows += overload
     return "\n".join(rows)
+
+
+def ping_summary(results: list[Result], servers: list[str]) -> list[str]:
+    """ipamd with the ping check on (nobody answering) against ipamd without, same run: the
+    zero-drop rate (docs/api-ipam.md, "Ping check": at least 0.9 of it), and latency."""
+    if not {"ipamd", "ipamd-ping"} <= set(servers):
+        return []
+    on, off = best_clean(results, "ipamd-ping"), best_clean(results, "ipamd")
+    rows = [f"  ping check: ipamd-ping / ipamd zero-drop "
+            f"{ratio(on.dora_per_s if on else None, off.dora_per_s if off else None)} "
+            f"({fmt(on.dora_per_s if on else None, 1)} vs {fmt(off.dora_per_s if off else None, 1)}"
+            " DORA/s; at least 0.90 wanted)"]
+    for rate in LATENCY_RATES:
+        at = {r.server: r for r in results if r.rate == rate and not r.overload}
+        if "ipamd" in at and "ipamd-ping" in at:
+            rows.append(f"    at {rate}/s: p50 {fmt(at['ipamd-ping'].p50_ms, 1)} vs "
+                        f"{fmt(at['ipamd'].p50_ms, 1)} ms (each first Offer waits the timeout)")
+    return rows
 
 
 def report(result: Result, what: str = "") -> None:
@@ -531,6 +569,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ipamd-dhcp", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra [dhcp] key for ipamd, VALUE in TOML "
                              "(e.g. commit_window_us=500); repeatable")
+    parser.add_argument("--ping-timeout-ms", type=int, default=PING_TIMEOUT_MS,
+                        help="ipamd-ping's subnet ping_timeout_ms (100..5000)")
     parser.add_argument("--stamps-max", type=int, default=STAMPS_MAX, metavar="RATE",
                         help="perfdhcp -x t (every exchange's timestamps: p50/p99 and the "
                              "late Offers) only at rates up to RATE (default %(default)s; "
@@ -553,6 +593,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"unknown servers: {', '.join(sorted(unknown))}")
     if not 1 <= args.period <= 120 or not all(1 <= r <= 50_000 for r in args.rate_list):
         parser.error("period must be 1..120 s and rates 1..50000")
+    if not 100 <= args.ping_timeout_ms <= 5000:
+        parser.error("--ping-timeout-ms must be 100..5000 (the subnet field's range)")
     if not 1 <= args.clients <= 65_279:
         parser.error("clients must be 1..65279 (the pool size)")
     return args
@@ -580,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
         with netns.lab() as lab:
             srv, rly = lab.namespace("srv"), lab.namespace("rly")
             lab.veth("b", srv, rly, f"{SERVER_IP}/16", f"{RELAY_IP}/16")
+            for network in POOL_ROUTES:
+                lab.route(srv, network, RELAY_IP)
             cluster, pg_proc = start_postgres(work, durable=not args.pg_nondurable)
             rig = Rig(lab=lab, srv=srv, rly=rly, work=work, out=out, pg=cluster,
                       pg_proc=pg_proc, kea_severity=args.kea_log,

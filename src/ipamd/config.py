@@ -122,6 +122,8 @@ class DhcpConfig(Section):
     trusted_relays: list[str] = []
     interfaces: list[str] = []
     offer_hold_seconds: int = Field(default=30, ge=1, le=3600)
+    ping_recheck_seconds: int = Field(default=3600, ge=0, le=604_800)
+    ping_max_outstanding: int = Field(default=4096, ge=1, le=16_384)
     decline_probation_seconds: int = Field(default=86_400, ge=0)
     expiry_interval_seconds: float = Field(default=5.0, gt=0)
     expiry_batch: int = Field(default=1000, ge=1, le=100_000)

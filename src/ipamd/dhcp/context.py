@@ -16,6 +16,7 @@ from ipamd.dhcp.counters import DhcpCounters
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import LeaseCache
 from ipamd.dhcp.leasestore import Op
+from ipamd.dhcp.pingcheck import PingGate
 from ipamd.dhcp.plan import Plan, Reservation, Subnet
 from ipamd.dhcp.relays import TrustedRelays
 
@@ -96,6 +97,8 @@ class Env:
     server_ids: frozenset[int] = frozenset()  # every address option 54 may name for us
     # Addresses picked for requests still being committed, per subnet.
     pending: dict[uuid.UUID, set[int]] = field(default_factory=dict)
+    # The ping check's bookkeeping (None: no pinger, as in tests of the engine alone).
+    ping: PingGate | None = None
 
     def pending_in(self, subnet_id: uuid.UUID) -> set[int]:
         found = self.pending.get(subnet_id)

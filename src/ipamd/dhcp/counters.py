@@ -24,6 +24,8 @@ DROP_REASONS = frozenset(
         "no_subnet",  # no subnet for giaddr / link selection / ciaddr / interface
         "dhcp_disabled",  # the subnet has dhcp_enabled = false
         "no_address",  # pools exhausted or none matches the client's classes
+        "ping_pending",  # a Discover again while its address is being pinged (ping check)
+        "ping_busy",  # dhcp.ping_max_outstanding probes outstanding: the client retransmits
         "client_busy",  # the client's previous packet is still being committed
         "overload",  # a Discover while packets wait longer than dhcp.overload_wait_ms
         "stale",  # waited longer than dhcp.stale_wait_ms (socket queue or commit queue)
@@ -41,7 +43,8 @@ class DhcpCounters:
     """Counters kept by the server; one instance per running server."""
 
     __slots__ = ("batch_sizes", "batches", "commit_latency", "commit_seconds", "committed_ops",
-                 "conflicts", "drops", "leases", "live", "received", "refused", "sent")
+                 "conflicts", "drops", "leases", "live", "ping_conflicts", "pings", "received",
+                 "refused", "sent")
 
     def __init__(self) -> None:
         self.received: Counter[int] = Counter()
@@ -49,6 +52,10 @@ class DhcpCounters:
         self.drops: Counter[str] = Counter()
         # no_address drops by subnet id: which subnet had to refuse a client.
         self.refused: Counter[str] = Counter()
+        # Addresses that answered the ping check, by subnet id (the ping_conflict alert's
+        # input), and every probe's outcome (sent, silent, answered, unchecked, unavailable).
+        self.ping_conflicts: Counter[str] = Counter()
+        self.pings: Counter[str] = Counter()
         # Transitions committed by this node (granted, renewed, released, declined, expired).
         self.leases: Counter[str] = Counter()
         self.batches = 0
@@ -76,6 +83,8 @@ class DhcpCounters:
             "sent": named(self.sent),
             "drops": dict(self.drops),
             "refused_by_subnet": dict(self.refused),
+            "ping_conflicts_by_subnet": dict(self.ping_conflicts),
+            "ping_checks": dict(self.pings),
             "lease_transitions": dict(self.leases),
             "leases_by_state": self.live(),
             "commit_batches": self.batches,

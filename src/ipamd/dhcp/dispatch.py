@@ -10,6 +10,7 @@ writable, the committer's tasks, the pacing of answers — and calls in here:
   committer (``submit``);
 * ``committed``: after a batch's commit, ``engine.finish`` builds each answer; they are
   sent at once when few, else queued for the server's pacer (``send_burst``);
+* ``probed``: a ping check's probe ended (``pinger.Pinger``): the Offer, or another pick;
 * ``send``: one answer queued in ``out`` (``outgoing.Outgoing``), which each of the above
   sends at its end, several to a send where it can; a full socket buffer queues them for the
   server's backlog task.
@@ -36,6 +37,8 @@ from ipamd.dhcp.engine import DhcpReply, decide, finish, release_claim
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.outgoing import Outgoing
+from ipamd.dhcp.pingcheck import Probe
+from ipamd.dhcp.probed import after_probe
 from ipamd.dhcp.sockets import ancillary
 
 log = logging.getLogger("ipamd.dhcp.server")
@@ -87,6 +90,7 @@ class Dispatch:
         wake_pacer: Callable[[], None],
         wake_backlog: Callable[[], None],
         on_error: Callable[[Any], None],
+        probe: Callable[[Exchange, Probe], None] | None = None,
     ) -> None:
         self.env = env
         self.counters = counters
@@ -95,6 +99,7 @@ class Dispatch:
         self.stale_seconds = stale_seconds
         self.wake_pacer = wake_pacer
         self.on_error = on_error
+        self.probe = probe  # pinger.Pinger.start: sends a ping check's echo
         # The client whose op is being committed: its retransmissions meanwhile are dropped.
         self.busy: dict[BusyKey, Exchange] = {}
         self.replies: list[tuple[Exchange, DhcpReply]] = []  # committed, waiting for the pacer
@@ -182,30 +187,47 @@ class Dispatch:
         try:
             src = int.from_bytes(_inet_aton(host), "big")
             tx = Exchange(msg, mtype, src, port, ep, local, now)
-            outcome = decide(tx, self.env)
-            if outcome is None:
-                return
-            if isinstance(outcome, Op):
-                subnet = tx.subnet
-                assert subnet is not None
-                key = (subnet.id, tx.client_key)
-                if key in self.busy:
-                    release_claim(tx, self.env)
-                    counters.drops["client_busy"] += 1
-                    return
-                self.busy[key] = tx
-                self.submitted += 1
-                self.committer.submit(tx)
-            elif isinstance(outcome, DhcpReply):
-                self.send(tx, outcome)
-            else:
-                counters.drops[outcome] += 1
-                if outcome == "no_address" and tx.subnet is not None:
-                    counters.refused[str(tx.subnet.id)] += 1  # the no_address alert's input
+            self._route(tx, decide(tx, self.env))
         except MalformedPacket as error:
             counters.drops[error.reason] += 1
         except Exception:
             self.on_error(msg)
+
+    def _route(self, tx: Exchange, outcome: Any) -> None:
+        """A decision's outcome: an op to commit, an answer, a probe to send, or a drop."""
+        counters = self.counters
+        if outcome is None:
+            return
+        if isinstance(outcome, Op):
+            subnet = tx.subnet
+            assert subnet is not None
+            key = (subnet.id, tx.client_key)
+            if key in self.busy:
+                release_claim(tx, self.env)
+                counters.drops["client_busy"] += 1
+                return
+            self.busy[key] = tx
+            self.submitted += 1
+            self.committer.submit(tx)
+        elif isinstance(outcome, DhcpReply):
+            self.send(tx, outcome)
+        elif isinstance(outcome, Probe):
+            assert self.probe is not None  # the engine probes only with a gate: the server's
+            self.probe(tx, outcome)
+        else:
+            counters.drops[outcome] += 1
+            if outcome == "no_address" and tx.subnet is not None:
+                counters.refused[str(tx.subnet.id)] += 1  # the no_address alert's input
+
+    def probed(self, tx: Exchange, probe: Probe, result: int) -> None:
+        """A ping check's probe ended (``pingcheck.SILENT``, ``ANSWERED``, ``UNCHECKED``):
+        decide again for its client and queue or commit what that gives (the caller flushes
+        ``out`` once for the probes that ended together)."""
+        tx.born = _monotonic()  # the wait for the echo is not a wait for the committer
+        try:
+            self._route(tx, after_probe(tx, self.env, probe, result))
+        except Exception:
+            self.on_error(tx.msg)
 
     # ------------------------------------------------------------------ after commit
 
@@ -236,6 +258,8 @@ class Dispatch:
                 self.busy.pop(key, None)
                 if isinstance(outcome, DhcpReply):
                     self.replies.append((tx, outcome))
+                elif isinstance(outcome, Probe):
+                    self._route(tx, outcome)  # after a ping conflict's hold: a new pick's
                 elif outcome is not None:
                     counters.drops[outcome] += 1
             except Exception:

@@ -5,7 +5,9 @@
 
 * a drop reason (``str``),
 * a ``DhcpReply`` to send now (Inform, NAK, every Offer),
-* an ``Op`` for the committer (the database write this answer depends on).
+* an ``Op`` for the committer (the database write this answer depends on),
+* a ``pingcheck.Probe``: the subnet's ping check wants an echo to the address first;
+  ``probed.after_probe`` decides again when it ends (docs/api-ipam.md, "Ping check").
 
 An Offer writes nothing: the address is held in this node's memory
 (``LeaseCache.holds``) for ``dhcp.offer_hold_seconds``. The Ack of a held address
@@ -25,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ipamd.dhcp import pingcheck
 from ipamd.dhcp.accept import accept
 from ipamd.dhcp.classify import classify
 from ipamd.dhcp.context import Env, Exchange
@@ -62,7 +65,7 @@ class DhcpReply:
         self.dest = dest
 
 
-Decision = str | DhcpReply | Op | None
+Decision = str | DhcpReply | Op | pingcheck.Probe | None
 
 
 def _reply(
@@ -131,6 +134,36 @@ def _offer(tx: Exchange, env: Env, ip: int) -> DhcpReply:
     return _reply(tx, env, OFFER, ip)
 
 
+def _offer_fresh(tx: Exchange, env: Env, ip: int) -> Decision:
+    """Offer an address the client has no lease on: with the subnet's ping check on, once
+    nothing answered an echo to it (the address is held for the client meanwhile)."""
+    subnet = tx.subnet
+    assert subnet is not None
+    ping = env.ping
+    if not subnet.ping_timeout or ping is None:
+        return _offer(tx, env, ip)
+    verdict = ping.verdict(subnet.id, ip, time.time())
+    if verdict == pingcheck.OFFER:
+        return _offer(tx, env, ip)
+    if verdict == pingcheck.BUSY:
+        return "ping_busy"
+    env.cache.holds.hold(subnet.id, ip, tx.client_key,
+                         time.time() + env.config.offer_hold_seconds)
+    if verdict == pingcheck.PENDING:
+        return "ping_pending"  # a retransmitted Discover: its probe is under way
+    ping.begin(subnet.id, ip)
+    return pingcheck.Probe(subnet.id, ip, tx.local_ip, subnet.ping_timeout)
+
+
+def _pick_again(tx: Exchange, env: Env) -> Decision:
+    """Decide again after the database refused a pick or held a ping conflict's address."""
+    tx.attempts += 1
+    if tx.attempts >= MAX_ATTEMPTS:
+        return "conflict_retries"
+    tx.op = None
+    return ALLOCATE[tx.mtype](tx, env)
+
+
 def _op(tx: Exchange, kind: OpKind, ip: int | None, seconds: int, **extra: object) -> Op:
     msg = tx.msg
     cid = msg.client_id
@@ -175,7 +208,7 @@ def _discover(tx: Exchange, env: Env) -> Decision:
     hold = cache.holds.client(subnet.id, tx.client_key)
     if (hold is not None and _allowed(tx, subnet, hold.ip) and (res is None or res.ip == hold.ip)
             and _free(env, tx, subnet, hold.ip)):
-        return _offer(tx, env, hold.ip)  # a retransmitted Discover: the same address, held anew
+        return _offer_fresh(tx, env, hold.ip)  # a retransmitted Discover: the same address
     wanted = _requested(tx)
     if (wanted is not None and _allowed(tx, subnet, wanted)
             and _free(env, tx, subnet, wanted) and (res is None or res.ip == wanted)):
@@ -190,7 +223,7 @@ def _discover(tx: Exchange, env: Env) -> Decision:
                 _ask_lease_time(tx, subnet)  # the Offer's 51/58/59 are that member's
     if ip is None:
         return "no_address"
-    return _offer(tx, env, ip)
+    return _offer_fresh(tx, env, ip)
 
 
 def _grant(tx: Exchange, env: Env, ip: int, seconds: int, superseding: bool) -> Op:
@@ -343,6 +376,8 @@ def finish(tx: Exchange, env: Env) -> Decision:
             if stale is not None and stale.ip == op.ip:
                 cache.drop(stale.lease_id)
             env.picker.freed(op.subnet_id)
+            if env.ping is not None and tx.subnet.ping_timeout:
+                env.ping.seen(op.subnet_id, op.ip, time.time())  # type: ignore[arg-type]  # committed: ip set
             return None
         if kind == OpKind.INSERT:
             cache.holds.drop(op.subnet_id, op.client_key)  # a lease now, or quarantined
@@ -350,7 +385,7 @@ def finish(tx: Exchange, env: Env) -> Decision:
         cache.put(Lease(op.lease_id, op.subnet_id, op.ip, state,  # type: ignore[arg-type]  # committed: id and ip set
                         op.client_key, op.expires))
         if state == "declined":
-            return None
+            return _pick_again(tx, env) if tx.mtype == DISCOVER else None  # a ping conflict
         return _reply(tx, env, ACK, op.ip)  # type: ignore[arg-type]  # committed: ip set
     # Refused or not found: bring the cache in line with the database, then decide again.
     if op.refreshed:
@@ -362,6 +397,8 @@ def finish(tx: Exchange, env: Env) -> Decision:
         stale = cache.client(op.subnet_id, op.client_key)
         if stale is not None and stale.ip == op.ip:
             cache.drop(stale.lease_id)
+    if op.state == "declined" and tx.mtype == DISCOVER:
+        return _pick_again(tx, env)  # the ping conflict's address has a lease already
     if kind in (OpKind.RELEASE, OpKind.DECLINE) or op.state == "declined":
         return "unknown_lease"
     if kind == OpKind.ACK:
@@ -370,8 +407,4 @@ def finish(tx: Exchange, env: Env) -> Decision:
     # The hold goes; deciding again with the refreshed view NAKs, or renews the lease
     # another node granted this very client there.
     cache.holds.drop(op.subnet_id, op.client_key)
-    tx.attempts += 1
-    if tx.attempts >= MAX_ATTEMPTS:
-        return "conflict_retries"
-    tx.op = None
-    return ALLOCATE[tx.mtype](tx, env)
+    return _pick_again(tx, env)

@@ -36,6 +36,7 @@ _SUBNETS = f"""
 SELECT id, tenant_id, cidr::inet - {_ZERO} AS network, masklen(cidr) AS prefixlen,
        CASE WHEN family(gateway) = 4 THEN gateway - {_ZERO} END AS gateway,
        lease_time_seconds, min_lease_time_seconds, max_lease_time_seconds,
+       ping_check, ping_timeout_ms,
        dhcp_enabled, next_server, boot_file, ddns_adapter,
        ddns_zone, ddns_server_id, shared_network_id,
        ARRAY(SELECT n - {_ZERO} FROM unnest(ntp_servers) AS n WHERE family(n) = 4)

@@ -36,6 +36,8 @@ from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import Lease, LeaseCache
 from ipamd.dhcp.leasestats import LeaseStats
 from ipamd.dhcp.plan import Plan
+from ipamd.dhcp.pingcheck import PingGate, Probe
+from ipamd.dhcp.pinger import Pinger
 from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp.relays import TrustedRelays
 from ipamd.dhcp.sockets import open_interface, open_listen, split_listen
@@ -65,10 +67,15 @@ class DhcpServer:
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
         self.env = Env(
+        # The ping check (subnets' ping_check): probes outside the packet path, its socket
+        # opened at the first probe (docs/api-ipam.md, "Ping check").
+        self.ping_gate = PingGate(config.ping_recheck_seconds, config.ping_max_outstanding,
+                                  self.counters.pings)
+        self.pinger = Pinger(self.ping_gate, self._probed, self._probes_reported)
             config=config, plan=self.plans.current, cache=self.cache,
             picker=AddressPicker(node_name),
             trusted=TrustedRelays(config.trusted_relays), counters=self.counters,
-            server_id=server_id,
+            server_id=server_id, ping=self.ping_gate,
         )
         stale_seconds = config.stale_wait_ms / 1000
         self.committer = Committer(
@@ -84,7 +91,7 @@ class DhcpServer:
             self.env, self.counters, self.committer,
             overload_seconds=config.overload_wait_ms / 1000, stale_seconds=stale_seconds,
             wake_pacer=self._wake_pacer, wake_backlog=self._wake_backlog,
-            on_error=self._internal_error,
+            on_error=self._internal_error, probe=self.pinger.start,
         )
         self.on_datagram = self.dispatch.on_datagram
         self._error_window = (0.0, 0)
@@ -138,6 +145,7 @@ class DhcpServer:
                 await nursery.start(self.committer.run)
                 await nursery.start(self.stats.run)
                 for ep in self.endpoints:
+                await nursery.start(self.pinger.run)
                     nursery.start_soon(self._receive, ep)
                 nursery.start_soon(self._flush_backlog)
                 nursery.start_soon(self._pace_replies)
@@ -187,6 +195,15 @@ class DhcpServer:
             self.stats.added(granted)
 
     def _wake_pacer(self) -> None:
+    def _probed(self, tx: Exchange, probe: Probe, result: int) -> None:
+        self.dispatch.probed(tx, probe, result)
+
+    def _probes_reported(self) -> None:
+        """After the probes that ended together: their Offers out in as few sends as may
+        be, conflicts' holds to the database."""
+        self.dispatch.out.flush()
+        self.committer.kick()
+
         self._replies_wake.set()
 
     def _wake_backlog(self) -> None:

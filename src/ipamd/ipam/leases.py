@@ -17,14 +17,17 @@ import asyncpg
 from ipamd.core import audit, identifiers
 from ipamd.core.errors import Conflict, NotFound, conflict, not_found
 from ipamd.dhcp import leasestore
+from ipamd.dhcp.pingcheck import PING_CONFLICT_KEY
 
 STATES = ("offered", "active", "released", "expired", "declined")
 LIVE = ("offered", "active", "declined")
 
-_COLUMNS = """lease_id, host(ip) AS ip, subnet_id, hostname, fqdn, state, mac::text AS mac,
+# A ping check's conflict (docs/api-ipam.md, "Ping check"): a constant, never input.
+_PING_KEY = f"'\\x{PING_CONFLICT_KEY.hex()}'::bytea"
+_COLUMNS = f"""lease_id, host(ip) AS ip, subnet_id, hostname, fqdn, state, mac::text AS mac,
     client_id, duid, circuit_id, remote_id, host(giaddr) AS giaddr, starts_at, expires_at,
     created_at, updated_at, iaid, ia_type, prefix_length, preferred_lifetime, valid_lifetime,
-    subscriber_id"""
+    subscriber_id, client_key = {_PING_KEY} AS ping_conflict"""
 
 
 def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +38,7 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "hostname": row["hostname"],
         "fqdn": row["fqdn"],
         "state": row["state"],
+        "ping_conflict": row["ping_conflict"],
         "mac": row["mac"],
         "client_id": identifiers.hex_or_none(row["client_id"]),
         "duid": row["duid"],

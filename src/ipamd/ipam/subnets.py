@@ -21,12 +21,14 @@ COLUMNS = (
     "id, tenant_id, prefix_id, cidr, name, description, gateway, lease_time_seconds, "
     "min_lease_time_seconds, max_lease_time_seconds, dhcp_enabled, next_server, boot_file, "
     "ntp_servers, ddns_adapter, ddns_zone, "
+    "ping_check, ping_timeout_ms, "
     "ddns_reverse_zone, ddns_ttl, ddns_server_id, shared_network_id, created_at, updated_at"
 )
 UPDATABLE = (
     "prefix_id", "cidr", "name", "description", "gateway", "lease_time_seconds",
     "min_lease_time_seconds", "max_lease_time_seconds", "dhcp_enabled", "next_server",
     "boot_file", "ntp_servers", "ddns_adapter", "ddns_zone",
+    "ping_check", "ping_timeout_ms",
     "ddns_reverse_zone", "ddns_ttl", "ddns_server_id", "shared_network_id",
 )
 DEFAULTS: dict[str, Any] = {
@@ -34,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "min_lease_time_seconds": None, "max_lease_time_seconds": None, "dhcp_enabled": True,
     "next_server": None, "boot_file": None, "ntp_servers": [],
     "ddns_adapter": "none", "ddns_zone": None, "ddns_reverse_zone": None, "ddns_ttl": None,
+    "ping_check": False, "ping_timeout_ms": 500,
     "ddns_server_id": None, "shared_network_id": None,
 }
 
@@ -51,6 +54,8 @@ def public(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "lease_time_seconds": row["lease_time_seconds"],
         "min_lease_time_seconds": row["min_lease_time_seconds"],
         "max_lease_time_seconds": row["max_lease_time_seconds"],
+        "ping_check": row["ping_check"],
+        "ping_timeout_ms": row["ping_timeout_ms"],
         "dhcp_enabled": row["dhcp_enabled"],
         "next_server": row["next_server"],
         "boot_file": row["boot_file"],
@@ -103,6 +108,10 @@ V6_REFUSED = {
 
 def _family_rules(s: dict[str, Any]) -> None:
     net: validate.Network = s["cidr"]
+    if net.version == 6 and s["ping_check"]:
+        raise invalid("ping_check", "the ping check is DHCPv4's (ICMP echo before an Offer); "
+                      "a DHCPv6 client declines an address its duplicate address detection "
+                      "finds in use (RFC 8415 §18.2.8)")
     if net.version == 6:
         for field, reason in V6_REFUSED.items():
             if s[field] is not None:

@@ -46,6 +46,10 @@ RULES: dict[str, tuple[float, float, float]] = {
     "drops_per_minute": (60.0, 1.0, 1e9),
     "drops_clear_per_minute": (30.0, 0.0, 1e9),
     "no_address_quiet_seconds": (600.0, 10.0, 86_400.0),
+    # The ping check (docs/api-ipam.md): this many addresses of a subnet answering within
+    # the window is a recurring conflict (hosts on the network that IPAM does not know).
+    "ping_conflicts": (2.0, 1.0, 1e6),
+    "ping_conflict_window_seconds": (3600.0, 60.0, 604_800.0),
 }
 DEFAULTS = {name: spec[0] for name, spec in RULES.items()}
 
@@ -109,6 +113,8 @@ class Memory:
     drops: dict[str, tuple[float, int]] = field(default_factory=dict)  # node → (time, total)
     refused: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, subnet) → n
     refused_at: dict[str, float] = field(default_factory=dict)  # subnet → last rise
+    conflicts: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, subnet) → n
+    conflict_at: dict[str, list[float]] = field(default_factory=dict)  # subnet → when each
 
 
 def _node_checks(rows: list[dict[str, Any]], rules: dict[str, float], memory: Memory,
@@ -139,6 +145,43 @@ def _node_checks(rows: list[dict[str, Any]], rules: dict[str, float], memory: Me
             # A node seen for the first time brings counts from before: not a rise.
             if count != (seen if seen is not None else 0 if before is not None else count):
                 memory.refused_at[subnet] = now
+        _conflict_rises(n["name"], snap, memory, now, first=before is None)
+    return checks
+
+
+# Rises counted per tick at most: the window's list stays bounded.
+_MAX_RISE = 1000
+
+
+def _conflict_rises(node: str, snap: dict[str, Any], memory: Memory, now: float,
+                    first: bool) -> None:
+    """Note when the node's ping check conflicts rose, per subnet (a node seen for the first
+    time brings counts from before: not a rise)."""
+    for subnet, count in snap.get("ping_conflicts_by_subnet", {}).items():
+        key = (node, subnet)
+        seen = memory.conflicts.get(key)
+        memory.conflicts[key] = count
+        rise = count - seen if seen is not None and count >= seen else 0 if first else count
+        if rise > 0:
+            memory.conflict_at.setdefault(subnet, []).extend([now] * min(rise, _MAX_RISE))
+
+
+def _conflict_checks(rules: dict[str, float], memory: Memory, cidrs: dict[str, str],
+                     now: float) -> list[Check]:
+    """One check per subnet with ping check conflicts in the window; it clears at none."""
+    window = rules["ping_conflict_window_seconds"]
+    checks = []
+    for subnet, times in list(memory.conflict_at.items()):
+        recent = [t for t in times if now - t < window][-_MAX_RISE:]
+        checks.append(Check(
+            "ping_conflict", subnet, "warning",
+            f"subnet {cidrs.get(subnet, subnet)}: {len(recent)} addresses answered the ping "
+            f"check before an Offer in the last {window:g} s (hosts IPAM does not know)",
+            float(len(recent)), rules["ping_conflicts"], 1.0))
+        if recent:
+            memory.conflict_at[subnet] = recent
+        else:
+            memory.conflict_at.pop(subnet)
     return checks
 
 
@@ -192,7 +235,7 @@ async def _checks(conn: asyncpg.Connection, rules: dict[str, float], cap: ipam_l
                             "address", recent, 1.0, 1.0))
         if not recent:
             memory.refused_at.pop(subnet)
-    return checks
+    return checks + _conflict_checks(rules, memory, cidrs, now)
 
 
 def alert_out(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ipamd.core.histogram import SECONDS_BUCKETS, ApiLatency, Histogram
+from ipamd.dhcp.pingcheck import OUTCOMES as PING_OUTCOMES
 from ipamd.messages import HistogramData, LatencyData
 from ipamd.ops import figures, nodes
 from ipamd.state import AppState
@@ -116,18 +117,26 @@ class _Scrape(Collector):
 
     def _dhcp(self) -> Iterator[Metric]:
         counters = self.state.counters.dhcp
-        families = _server_counters(None if counters is None else counters.snapshot(), (
+        snap = None if counters is None else counters.snapshot()
+        families = _server_counters(snap, (
             ("ipamd_dhcp_packets_received", "DHCP packets received"),
             ("ipamd_dhcp_packets_sent", "DHCP packets sent"),
             ("ipamd_dhcp_drops", "DHCP packets dropped, by reason"),
             ("ipamd_dhcp_lease_transitions", "Lease changes committed by this node"),
         ), _typed)
-        if counters is not None:
+        if counters is not None and snap is not None:
             yield _histogram("ipamd_dhcp_commit_batch_size", "Lease operations per group commit",
                              [], [([], counters.batch_sizes)])
             yield _histogram("ipamd_dhcp_commit_duration_seconds",
                              "Group commit latency (database time per batch)", [],
                              [([], counters.commit_latency)])
+            # The ping check before an Offer (docs/api-ipam.md): answered = conflicts.
+            pings = CounterMetricFamily("ipamd_dhcp_ping_checks",
+                                        "Ping check probes before an Offer, by outcome",
+                                        labels=["outcome"])
+            for outcome in PING_OUTCOMES:
+                pings.add_metric([outcome], snap["ping_checks"].get(outcome, 0))
+            yield pings
         yield from families
 
     def _dhcp6(self) -> Iterator[Metric]:

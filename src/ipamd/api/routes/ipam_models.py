@@ -42,6 +42,8 @@ class SubnetOut(BaseModel):
     max_lease_time_seconds: int | None = Field(
         description="a client's requested lease time (option 51) is lowered to this")
     dhcp_enabled: bool
+    ping_check: bool = Field(description="an ICMP echo to an address before its Offer")
+    ping_timeout_ms: int = Field(description="the ping check's wait for an echo reply")
     next_server: str | None = Field(description="PXE next server (siaddr)")
     boot_file: str | None = Field(description="PXE boot file (the file field)")
     ntp_servers: list[str] = Field(description="option 42 unless an option 42 object is set")

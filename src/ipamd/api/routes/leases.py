@@ -27,6 +27,8 @@ class LeaseOut(BaseModel):
     hostname: str | None = Field(description="option 12, as the client sent it")
     fqdn: str | None = Field(description="option 81, as the client sent it")
     state: Literal["offered", "active", "released", "expired", "declined"]
+    ping_conflict: bool = Field(description="declined because the address answered the ping "
+                                "check before an Offer (no client's lease)")
     mac: str | None
     client_id: str | None = Field(description="option 61, colon-separated hex")
     duid: str | None = Field(description="DHCPv6: the client's DUID; DHCPv4: the DUID of an "

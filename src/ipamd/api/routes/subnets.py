@@ -36,6 +36,10 @@ MAX_LEASE = ("the longest lease a client may ask for (option 51); null: lease_ti
              "IPv4 only")
 SHARED = ("the shared network (several IPv4 subnets on one link, docs/api-ipam.md) it joins; "
           "null: none")
+# The ping check before an Offer (docs/api-ipam.md, "Ping check").
+PING = ("ICMP echo to an address before it is offered; one that answers is held as a "
+        "conflict and another offered. IPv4 only")
+PING_TIMEOUT = "how long the ping check waits for an echo reply before the Offer"
 DdnsAdapter = Literal["none", "ad_gsstsig", "bind_tsig", "powerdns_http", "embedded"]
 
 
@@ -51,6 +55,8 @@ class SubnetCreate(Body):
     max_lease_time_seconds: int | None = Field(
         default=None, ge=1, le=2_147_483_647, description=MAX_LEASE)
     dhcp_enabled: bool = Field(default=True, description="false: a VLAN without DHCP, no pools")
+    ping_check: bool = Field(default=False, description=PING)
+    ping_timeout_ms: int = Field(default=500, ge=100, le=5000, description=PING_TIMEOUT)
     name: Label = ""
     description: Description = ""
     next_server: IPv4 | None = Field(default=None, description="PXE next server (siaddr)")
@@ -79,6 +85,8 @@ class SubnetPatch(Body):
     min_lease_time_seconds: int | None = patch(MIN_LEASE, ge=1, le=2_147_483_647)
     max_lease_time_seconds: int | None = patch(MAX_LEASE, ge=1, le=2_147_483_647)
     dhcp_enabled: bool = patch("false only when the subnet has no pools")
+    ping_check: bool = patch(PING)
+    ping_timeout_ms: int = patch(PING_TIMEOUT, ge=100, le=5000)
     name: Label = patch()
     description: Description = patch()
     next_server: IPv4 | None = patch()

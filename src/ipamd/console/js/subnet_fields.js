@@ -14,6 +14,9 @@ const subnetFields = [
   { name: "max_lease_time_seconds", label: "Longest lease a client may ask for (seconds)", type: "number",
     nullable: true, v4: true },
   { name: "dhcp_enabled", label: "DHCP enabled", type: "checkbox", default: true },
+  // An ICMP echo to an address before it is offered (docs/api-ipam.md, "Ping check").
+  { name: "ping_check", label: "Ping an address before offering it", type: "checkbox", default: false, v4: true },
+  { name: "ping_timeout_ms", label: "Ping check wait (ms, 100 to 5000)", type: "number", placeholder: "500", v4: true },
   { name: "next_server", label: "PXE next server", nullable: true, v4: true },
   { name: "boot_file", label: "PXE boot file", nullable: true, v4: true },
   { name: "ntp_servers", label: "NTP servers (comma separated)", type: "list" },
@@ -31,7 +34,8 @@ export const isV6 = (cidr) => String(cidr || "").includes(":");
 export const familyFields = (v6) => subnetFields.filter((f) => !(v6 && f.v4));
 export const V6_NOTE = "IPv6: no gateway — hosts learn their default routers from Router Advertisements "
   + "(RFC 4861); no PXE next server or boot file — give the boot file URL as DHCPv6 option 59 (RFC 5970) "
-  + "under Options; no bounds on a client's requested lease time — the valid lifetime is the lease time.";
+  + "under Options; no bounds on a client's requested lease time — the valid lifetime is the lease time; "
+  + "no ping check — a client's duplicate address detection declines an address in use.";
 
 // The DDNS server and the shared network as pickers and the zones with the known zones
 // offered (a zone of an external server need not be one of the appliance's: the field stays
