@@ -35,9 +35,9 @@ from ipamd.dhcp.dispatch import Dispatch
 from ipamd.dhcp.freepool import AddressPicker
 from ipamd.dhcp.leasecache import Lease, LeaseCache
 from ipamd.dhcp.leasestats import LeaseStats
-from ipamd.dhcp.plan import Plan
 from ipamd.dhcp.pingcheck import PingGate, Probe
 from ipamd.dhcp.pinger import Pinger
+from ipamd.dhcp.plan import Plan
 from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp.relays import TrustedRelays
 from ipamd.dhcp.sockets import open_interface, open_listen, split_listen
@@ -66,12 +66,12 @@ class DhcpServer:
         self.plans: PlanHolder[Plan] = PlanHolder(db, config.plan_refresh_seconds)
         self.plans.on_change.append(self._plan_changed)
         server_id = int(ipaddress.IPv4Address(config.server_id)) if config.server_id else 0
-        self.env = Env(
         # The ping check (subnets' ping_check): probes outside the packet path, its socket
         # opened at the first probe (docs/api-ipam.md, "Ping check").
         self.ping_gate = PingGate(config.ping_recheck_seconds, config.ping_max_outstanding,
                                   self.counters.pings)
         self.pinger = Pinger(self.ping_gate, self._probed, self._probes_reported)
+        self.env = Env(
             config=config, plan=self.plans.current, cache=self.cache,
             picker=AddressPicker(node_name),
             trusted=TrustedRelays(config.trusted_relays), counters=self.counters,
@@ -144,8 +144,8 @@ class DhcpServer:
                 await nursery.start(self.plans.run)
                 await nursery.start(self.committer.run)
                 await nursery.start(self.stats.run)
-                for ep in self.endpoints:
                 await nursery.start(self.pinger.run)
+                for ep in self.endpoints:
                     nursery.start_soon(self._receive, ep)
                 nursery.start_soon(self._flush_backlog)
                 nursery.start_soon(self._pace_replies)
@@ -194,7 +194,6 @@ class DhcpServer:
             self.journal.written()
             self.stats.added(granted)
 
-    def _wake_pacer(self) -> None:
     def _probed(self, tx: Exchange, probe: Probe, result: int) -> None:
         self.dispatch.probed(tx, probe, result)
 
@@ -204,6 +203,7 @@ class DhcpServer:
         self.dispatch.out.flush()
         self.committer.kick()
 
+    def _wake_pacer(self) -> None:
         self._replies_wake.set()
 
     def _wake_backlog(self) -> None:
