@@ -29,15 +29,16 @@ _READER_BATCHES = 8
 def event_ctes(source: str, event: str) -> str:
     """A CTE writing the ``lease_journal`` row of each changed lease.
 
-    ``source`` has the lease columns and ``event`` (NULL: a change that is no event).
+    ``source`` has the lease columns and ``event`` (NULL: a change that is no event). A
+    DHCPv6 binding's IA goes with it, so that deriving reads no lease row (migration 0025).
     """
     return f"""
 , journaled AS (
     INSERT INTO lease_journal (event, lease_id, subnet_id, ip, state, mac, client_id, duid,
                                hostname, fqdn, circuit_id, remote_id, giaddr, starts_at,
-                               expires_at)
+                               expires_at, iaid, ia_type, prefix_length)
     SELECT {event}, lease_id, subnet_id, ip, state, mac, client_id, duid, hostname, fqdn,
-           circuit_id, remote_id, giaddr, starts_at, expires_at
+           circuit_id, remote_id, giaddr, starts_at, expires_at, iaid, ia_type, prefix_length
     FROM {source} WHERE {event} IS NOT NULL
 )"""
 

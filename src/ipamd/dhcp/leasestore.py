@@ -62,8 +62,8 @@ __all__ = [
 # batch of messages' changes in one transaction: the client's other binding of an IA being
 # granted anew is released first (a reservation appeared: ``_SUPERSEDE6``), then one
 # statement ends, renews and inserts, each change with its journal row. Addresses go as
-# ``inet`` (an int8 cannot hold 128 bits); v6 traffic is not yet DHCPv4's storm, so the
-# statement has one form (careful: ``ON CONFLICT DO NOTHING``), not DHCPv4's variants.
+# ``inet`` (an int8 cannot hold 128 bits). Inserts go trusting, then careful, as DHCPv4's
+# (leasestore4._main says why).
 
 IA_NA = "na"
 IA_PD = "pd"
@@ -218,8 +218,8 @@ _INSERTED6 = f"""inserted AS (
            now() + make_interval(secs => valid), now() + make_interval(secs => valid)
     FROM r WHERE kind = {OpKind.INSERT:d} AND subnet_id = ANY (ARRAY(SELECT id FROM held))
     ORDER BY subnet_id, ip
-    ON CONFLICT DO NOTHING
-    RETURNING *, 'granted'::text AS event
+    {{conflict}}
+    RETURNING {LEASE_COLUMNS}, client_key, 'granted'::text AS event
 )"""
 # Inserted rows are matched to their ops in Python (commit6), by what they inserted.
 _OUTCOMES6 = {
@@ -233,12 +233,14 @@ _OUTCOMES6 = {
 
 
 @cache
-def _commit6_sql(ends: bool, renews: bool, inserts: bool) -> str:
-    """The batch's statement: its parts (ends, renewals, inserts) and their journal rows."""
+def _commit6_sql(ends: bool, renews: bool, inserts: bool, careful: bool = True) -> str:
+    """The batch's statement: its parts (ends, renewals, inserts) and their journal rows.
+    ``careful``: an insert a unique index refuses is skipped, else it fails the statement."""
     parts = [_V6_ROWS]
     outputs = []
+    inserted = _INSERTED6.format(conflict="ON CONFLICT DO NOTHING" if careful else "")
     for wanted, cte, output in ((ends, _ENDED6, "ended"), (renews, _RENEWED6, "renewed"),
-                                (inserts, _INSERTED6, "inserted")):
+                                (inserts, inserted, "inserted")):
         if wanted:
             parts += [_HELD6, cte] if output == "inserted" else [cte]
             outputs.append(output)
@@ -254,8 +256,10 @@ def _inet_text(address: ipaddress.IPv6Address) -> str:
     return f"{h[:4]}:{h[4:8]}:{h[8:12]}:{h[12:16]}:{h[16:20]}:{h[20:24]}:{h[24:28]}:{h[28:]}"
 
 
-def _v6_arrays(ops: list[Op6]) -> list[list[Any]]:
-    out: list[list[Any]] = [list(range(len(ops)))]
+def _v6_arrays(ops: list[Op6]) -> list[list[Any] | None]:
+    """One array per field for ``unnest``; a field no op of the batch has (no relay sent
+    option 38, say) goes as NULL, which unnest pads: asyncpg need not look at each element."""
+    out: list[list[Any] | None] = [list(range(len(ops)))]
     for name in _V6_FIELDS:
         get = attrgetter(name)
         if name == "kind":
@@ -263,7 +267,8 @@ def _v6_arrays(ops: list[Op6]) -> list[list[Any]]:
         elif name == "ip":
             out.append([_inet_text(op.ip) for op in ops])
         else:
-            out.append([get(op) for op in ops])
+            column = [get(op) for op in ops]
+            out.append(None if column.count(None) == len(column) else column)
     return out
 
 
@@ -275,24 +280,39 @@ def _inserted_op(ops: list[Op6], candidates: list[int], ip: str) -> int:
     return max(i for i in candidates if str(ops[i].ip) == ip)
 
 
+async def _run6(conn: asyncpg.Connection, ops: list[Op6], args: list[Any],
+                trusting: bool) -> list[asyncpg.Record]:
+    """The batch's statement (after _SUPERSEDE6 when an op asks for it), its outcome rows."""
+    kinds = {op.kind for op in ops}
+    shape = (bool(kinds & {OpKind.RELEASE, OpKind.DECLINE}), OpKind.ACK in kinds,
+             OpKind.INSERT in kinds)
+    if any(op.supersede for op in ops):  # rare: two statements, one transaction, careful
+        async with conn.transaction():
+            await conn.fetchval(_SUPERSEDE6, *args)
+            rows: list[asyncpg.Record] = await conn.fetch(_commit6_sql(*shape), *args)
+            return rows
+    # One statement, its own transaction: one round trip for the batch.
+    if trusting and shape[2]:
+        try:
+            rows = await conn.fetch(_commit6_sql(*shape, careful=False), *args)
+            return rows
+        except asyncpg.UniqueViolationError:  # nothing of the statement was written
+            pass
+    rows = await conn.fetch(_commit6_sql(*shape), *args)
+    return rows
+
+
 async def commit6(conn: asyncpg.Connection, groups: list[Ops6], trusting: bool = True) -> bool:
     """Apply a batch of DHCPv6 messages' changes in one transaction; fills each op's outcome.
     True when a unique index refused an insert (another node, or a binding this node's
     cache did not know, holds the address or the IA). ``trusting`` is the committer's
-    (see _main); this form is always careful."""
+    (see leasestore4._main): inserts go without ``ON CONFLICT`` first. Not inside a
+    transaction (a refused trusting insert would abort it)."""
     ops = [op for group in groups for op in group.ops]
     if not ops:
         return False
     args = _v6_arrays(ops)
-    kinds = set(args[1])
-    sql = _commit6_sql(bool(kinds & {OpKind.RELEASE, OpKind.DECLINE}), OpKind.ACK in kinds,
-                       OpKind.INSERT in kinds)
-    if any(op.supersede for op in ops):  # rare: two statements, one transaction
-        async with conn.transaction():
-            await conn.fetchval(_SUPERSEDE6, *args)
-            rows = await conn.fetch(sql, *args)
-    else:  # one statement, its own transaction: one round trip for the batch
-        rows = await conn.fetch(sql, *args)
+    rows = await _run6(conn, ops, args, trusting)
     inserts: dict[tuple[uuid.UUID, bytes], list[int]] = {}
     for i, op in enumerate(ops):
         if op.kind == OpKind.INSERT:
@@ -308,8 +328,15 @@ async def commit6(conn: asyncpg.Connection, groups: list[Ops6], trusting: bool =
     return any(not op.ok for op in ops if op.kind == OpKind.INSERT)
 
 
-async def warm6(_conn: asyncpg.Connection) -> None:
-    """Nothing to warm: DHCPv6's one statement is planned at its first batch."""
+# The shapes a storm of new clients commits: grants (trusting), renewals, both.
+WARM_SHAPES6 = ((False, False, True), (False, True, False), (False, True, True))
+
+
+async def warm6(conn: asyncpg.Connection) -> None:
+    """Plan the common batch statements with no rows (every array NULL: nothing is
+    written), as ``warm`` does for DHCPv4: else a new session's first batch pays for it."""
+    for shape in WARM_SHAPES6:
+        await conn.fetch(_commit6_sql(*shape, careful=False), *([None] * (len(_V6_FIELDS) + 1)))
 
 
 _LIVE6 = """SELECT lease_id, subnet_id, host(ip) AS ip, prefix_length, state, duid, iaid,

@@ -32,7 +32,8 @@ ZERO = "'0.0.0.0'::inet"  # an IPv4 address as int8: ip - ZERO
 
 
 LEASE_COLUMNS = ("lease_id, subnet_id, ip, state, mac, client_id, duid, hostname, fqdn, "
-                 "circuit_id, remote_id, giaddr, starts_at, expires_at")
+                 "circuit_id, remote_id, giaddr, starts_at, expires_at, iaid, ia_type, "
+                 "prefix_length")
 
 
 # The expiry worker's change, any node: ``FOR UPDATE SKIP LOCKED`` lets every node run it.
