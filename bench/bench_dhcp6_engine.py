@@ -8,7 +8,7 @@ process that imports ``ipamd.dhcp6`` (``IPAMD_PURE_PYTHON=1`` asks for pure Pyth
 compiled form exists). Phases, µs of CPU per message:
 
   solicit  Relay-forward octets → parse → relay unwrap → link → classify → decide (Advertise)
-           → Relay-reply octets (the server's ``_send``, to a socket that keeps them)
+           → Relay-reply octets (the server's ``dispatch.send``, to a socket that keeps them)
   request  the Request's octets → … → decide (the Reply and its lease changes) → the lease
            store's ``Op6``s (as the server builds them)
   reply    after the commit: the bindings remembered and the Reply's Relay-reply octets
@@ -156,14 +156,15 @@ def engine_round(clients: int, held: int = 0) -> dict[str, float]:
         t0 = clock()
         relayed = relay.unwrap(codec.parse(_messages(n, None, None)))
         decision = _decide(server, relayed)
-        server._send(ep, dest, relayed, decision)  # the Relay-reply's octets, "sent"
+        server.dispatch.send(ep, dest, relayed, decision)  # the Relay-reply's octets, "sent"
         spent["solicit"] += clock() - t0
         offered = _address(sent.pop()[0])
         request = _messages(n, duid_raw, offered)
         t0 = clock()
         relayed = relay.unwrap(codec.parse(request))
         decision = _decide(server, relayed)
-        ops = [server._op(change, relayed, relayed.link_address) for change in decision.changes]
+        ops = [server.dispatch.op(change, relayed, relayed.link_address)
+               for change in decision.changes]
         spent["request"] += clock() - t0
         assert len(ops) == 1 and str(ops[0].ip) == offered, (ops, offered)
         for op in ops:
@@ -174,7 +175,7 @@ def engine_round(clients: int, held: int = 0) -> dict[str, float]:
             server.cache.put(op.lease_id, Binding(
                 decision.changes[0].ia_type, decision.changes[0].duid, op.iaid, op.ip,
                 op.prefix_length, "active", op.expires))
-        server._send(ep, dest, relayed, decision)
+        server.dispatch.send(ep, dest, relayed, decision)
         spent["reply"] += clock() - t0
         sent.clear()
     return {k: 1e6 * v / clients for k, v in spent.items()}

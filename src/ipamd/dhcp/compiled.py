@@ -36,9 +36,9 @@ HOT_PATH: dict[str, tuple[str, ...]] = {
         "plan", "relay_agent", "relays", "reply", "scopes", "shared", "subnet_select",
     ),
     "dhcp6": (
-        "assign", "bindings", "classify", "codec", "decision", "duid", "engine",
-        "option_classes", "option_decoders", "option_framing", "options", "plan", "protocol",
-        "relay", "validate",
+        "assign", "bindings", "classify", "codec", "decision", "dispatch", "duid", "engine",
+        "option_classes", "option_common", "option_decoders", "option_framing", "options",
+        "plan", "protocol", "relay", "validate",
     ),
 }
 MODULES = tuple(f"{room}/{name}" for room, names in HOT_PATH.items() for name in names)

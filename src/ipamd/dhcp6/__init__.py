@@ -2,7 +2,7 @@
 
 What is here so far is pure — no sockets, no SQL: ``protocol`` (numbers, ``Malformed`` and
 its drop reasons), ``codec`` (messages), ``options`` (each option's class: ``option_framing``,
-``option_classes``, ``option_decoders``), ``duid``
+``option_common``, ``option_classes``, ``option_decoders``), ``duid``
 (DUIDs read, rendered and made for the server), ``relay`` (Relay-forward chains
 unwrapped and Relay-replies built), ``validate`` (RFC 8415 §16: which client messages a
 server acts on), ``plan`` (links, pools, delegation pools, reservations in memory; the

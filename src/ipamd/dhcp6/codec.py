@@ -22,7 +22,6 @@ so a message parsed and built again is the same octets (tests/unit/dhcp6/ fuzz i
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from ipaddress import IPv6Address
 
 from ipamd.dhcp6 import protocol as p
@@ -37,6 +36,7 @@ from ipamd.dhcp6.options import (
     Option,
     OptionRequest,
     OptionT,
+    Plain,
     RapidCommit,
     RawOption,
     ServerId,
@@ -55,8 +55,7 @@ RELAY_HEADER_SIZE = RELAY_HEAD.size  # 34
 
 
 # What both message shapes share (their type's name, typed look-ups over ``options``) is
-# written in each: mypyc (ipamd.dhcp.compiled) puts a base class's annotated attributes
-# before a dataclass's own fields, and ``options`` has a default.
+# written in each: two small classes, no base class between them.
 
 
 def _raw(options: list[Option], code: int) -> list[bytes]:
@@ -64,13 +63,26 @@ def _raw(options: list[Option], code: int) -> list[bytes]:
     return [o.encode() for o in options if o.code == code]
 
 
-@dataclass(slots=True)
 class Message:
-    """A client/server message (RFC 8415 §8)."""
+    """A client/server message (RFC 8415 §8).
 
-    msg_type: int
-    transaction_id: int
-    options: list[Option] = field(default_factory=list)
+    Plain classes, these two, not dataclasses: compiled (``ipamd.dhcp.compiled``) their
+    construction is C, a dataclass's generated ``__init__`` is interpreted Python (each
+    message parsed or answered makes one or two). Equal when their fields are."""
+
+    __slots__ = ("msg_type", "options", "transaction_id")
+
+    def __init__(self, msg_type: int, transaction_id: int,
+                 options: list[Option] | None = None) -> None:
+        self.msg_type = msg_type
+        self.transaction_id = transaction_id
+        self.options: list[Option] = [] if options is None else options
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.msg_type == other.msg_type and self.transaction_id == other.transaction_id
+                and self.options == other.options)
 
     @property
     def type_name(self) -> str:
@@ -130,15 +142,25 @@ class Message:
         return f"Message({self.type_name}, xid={self.transaction_id:#08x}, options={codes})"
 
 
-@dataclass(slots=True)
 class RelayMessage:
     """A Relay-forward or Relay-reply (RFC 8415 §9)."""
 
-    msg_type: int
-    hop_count: int
-    link_address: IPv6Address
-    peer_address: IPv6Address
-    options: list[Option] = field(default_factory=list)
+    __slots__ = ("hop_count", "link_address", "msg_type", "options", "peer_address")
+
+    def __init__(self, msg_type: int, hop_count: int, link_address: IPv6Address,
+                 peer_address: IPv6Address, options: list[Option] | None = None) -> None:
+        self.msg_type = msg_type
+        self.hop_count = hop_count
+        self.link_address = link_address
+        self.peer_address = peer_address
+        self.options: list[Option] = [] if options is None else options
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RelayMessage):
+            return NotImplemented
+        return (self.msg_type == other.msg_type and self.hop_count == other.hop_count
+                and self.link_address == other.link_address
+                and self.peer_address == other.peer_address and self.options == other.options)
 
     @property
     def type_name(self) -> str:
@@ -177,11 +199,16 @@ class RelayMessage:
                 f"link={self.link_address}, peer={self.peer_address}, options={codes})")
 
 
-@dataclass(frozen=True, slots=True)
-class RelayMsg(Option):
+class RelayMsg(Plain):
     """Relay Message (RFC 8415 §21.10): the relayed message, parsed."""
 
-    message: Message | RelayMessage
+    __slots__ = ("message",)
+
+    def __init__(self, message: Message | RelayMessage) -> None:
+        self.message = message
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.message,)
 
     def encode(self) -> bytes:
         return self.message.to_bytes()

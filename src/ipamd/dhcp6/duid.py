@@ -20,7 +20,6 @@ job; this module is pure.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -33,11 +32,29 @@ TYPE_NAMES = {DUID_LLT: "DUID-LLT", DUID_EN: "DUID-EN", DUID_LL: "DUID-LL", DUID
 EN_IDENTIFIER_SIZE = 16  # random octets in a server's DUID-EN: as unlikely to collide as a UUID
 
 
-@dataclass(frozen=True, slots=True)
 class Duid:
-    """One DUID; build it with :meth:`parse` (wire, untrusted) or the constructors below."""
+    """One DUID; build it with :meth:`parse` (wire, untrusted) or the constructors below.
 
-    raw: bytes
+    Immutable by convention (a dictionary key: reservations by DUID). A plain class, not a
+    frozen dataclass: compiled (``ipamd.dhcp.compiled``) its construction, ``==`` and
+    ``hash`` are C, where a dataclass's generated methods stay interpreted Python, and
+    every message compares and hashes DUIDs several times."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Duid):
+            return NotImplemented
+        return self.raw == other.raw
+
+    def __hash__(self) -> int:
+        return hash(self.raw)
+
+    def __repr__(self) -> str:
+        return f"Duid(raw={self.raw!r})"
 
     @classmethod
     def parse(cls, data: bytes) -> Duid:

@@ -2,178 +2,27 @@
 
 Every class is a frozen dataclass (equal when its fields are) with a ``code`` (set on the
 class after it, ``option_framing.Option`` says why) and ``encode()`` (its data, without code
-and length; ``option_framing``). Decoding them from
-the wire is ``option_decoders``'; values: addresses are ``ipaddress.IPv6Address``, domain
-names tuples of raw labels (``core.dnswire``), DUIDs ``duid.Duid``.
+and length; ``option_framing``); the options nearly every message carries (identifiers,
+IAs, Option Request, Elapsed Time, Status Code) are ``option_common``'s plain classes.
+Decoding them from the wire is ``option_decoders``'; values: addresses are
+``ipaddress.IPv6Address``, domain names tuples of raw labels (``core.dnswire``), DUIDs
+``duid.Duid``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from ipaddress import IPv6Address, IPv6Network
+from ipaddress import IPv6Address
 
 from ipamd.core import dnswire
 from ipamd.dhcp6 import protocol as p
-from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.option_framing import (
     HEADER,
-    IA_HEAD,
-    IAADDR_HEAD,
-    IAPREFIX_HEAD,
     Option,
-    encode_options,
-    every,
-    first,
     split,
 )
 from ipamd.dhcp6.protocol import Malformed
-
-
-@dataclass(frozen=True, slots=True)
-class DuidOption(Option):
-    """An option whose data is a DUID (Client or Server Identifier)."""
-
-    duid: Duid
-
-    def encode(self) -> bytes:
-        return self.duid.raw
-
-
-@dataclass(frozen=True, slots=True)
-class ClientId(DuidOption):
-    """Client Identifier (RFC 8415 §21.2)."""
-
-
-ClientId.code = p.OPTION_CLIENTID
-
-
-@dataclass(frozen=True, slots=True)
-class ServerId(DuidOption):
-    """Server Identifier (RFC 8415 §21.3)."""
-
-
-ServerId.code = p.OPTION_SERVERID
-
-
-@dataclass(frozen=True, slots=True)
-class StatusCode(Option):
-    """Status Code (RFC 8415 §21.13): a code and a UTF-8 message for people."""
-
-    status: int
-    message: str = ""
-
-    def encode(self) -> bytes:
-        return self.status.to_bytes(2, "big") + self.message.encode("utf-8")
-
-    @property
-    def name(self) -> str:
-        return p.STATUS_NAMES.get(self.status, str(self.status))
-
-
-StatusCode.code = p.OPTION_STATUS_CODE
-
-
-class Nested(Option):
-    """An option that carries options of its own: an IA, an IA Address or an IA Prefix."""
-
-    __slots__ = ()
-    options: tuple[Option, ...]
-
-    @property
-    def status(self) -> StatusCode | None:
-        return first(self.options, StatusCode)
-
-
-@dataclass(frozen=True, slots=True)
-class IaAddress(Nested):
-    """IA Address (RFC 8415 §21.6), inside an IA_NA."""
-
-    address: IPv6Address
-    preferred: int
-    valid: int
-    options: tuple[Option, ...] = ()
-
-    def encode(self) -> bytes:
-        head = IAADDR_HEAD.pack(self.address.packed, self.preferred, self.valid)
-        return head + encode_options(self.options)
-
-
-IaAddress.code = p.OPTION_IAADDR
-
-
-@dataclass(frozen=True, slots=True)
-class IaPrefix(Nested):
-    """IA Prefix (RFC 8415 §21.22), inside an IA_PD."""
-
-    preferred: int
-    valid: int
-    prefix_length: int
-    prefix: IPv6Address
-    options: tuple[Option, ...] = ()
-
-    def encode(self) -> bytes:
-        head = IAPREFIX_HEAD.pack(self.preferred, self.valid, self.prefix_length,
-                                  self.prefix.packed)
-        return head + encode_options(self.options)
-
-    @property
-    def network(self) -> IPv6Network:
-        """The prefix as a network (host bits a client sent as a hint are cleared)."""
-        return IPv6Network((self.prefix, self.prefix_length), strict=False)
-
-
-IaPrefix.code = p.OPTION_IAPREFIX
-
-
-@dataclass(frozen=True, slots=True)
-class Ia(Nested):
-    """An IA_NA or IA_PD: the same framing, IAID, T1, T2 and options (§21.4, §21.21)."""
-
-    iaid: int
-    t1: int
-    t2: int
-    options: tuple[Option, ...] = ()
-
-    def encode(self) -> bytes:
-        return IA_HEAD.pack(self.iaid, self.t1, self.t2) + encode_options(self.options)
-
-
-@dataclass(frozen=True, slots=True)
-class IaNa(Ia):
-    """Identity Association for Non-temporary Addresses (RFC 8415 §21.4)."""
-
-    @property
-    def addresses(self) -> list[IaAddress]:
-        return every(self.options, IaAddress)
-
-
-IaNa.code = p.OPTION_IA_NA
-
-
-@dataclass(frozen=True, slots=True)
-class IaPd(Ia):
-    """Identity Association for Prefix Delegation (RFC 8415 §21.21)."""
-
-    @property
-    def prefixes(self) -> list[IaPrefix]:
-        return every(self.options, IaPrefix)
-
-
-IaPd.code = p.OPTION_IA_PD
-
-
-@dataclass(frozen=True, slots=True)
-class OptionRequest(Option):
-    """Option Request (RFC 8415 §21.7): the codes a client asks for, in its order."""
-
-    codes: tuple[int, ...]
-
-    def encode(self) -> bytes:
-        return b"".join(c.to_bytes(2, "big") for c in self.codes)
-
-
-OptionRequest.code = p.OPTION_ORO
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,19 +36,6 @@ class Preference(Option):
 
 
 Preference.code = p.OPTION_PREFERENCE
-
-
-@dataclass(frozen=True, slots=True)
-class ElapsedTime(Option):
-    """Elapsed Time (RFC 8415 §21.9), in hundredths of a second; 0xffff is "longer"."""
-
-    hundredths: int
-
-    def encode(self) -> bytes:
-        return self.hundredths.to_bytes(2, "big")
-
-
-ElapsedTime.code = p.OPTION_ELAPSED_TIME
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,30 @@ class Option:
         raise NotImplementedError(f"{type(self).__name__} does not say how it is written")
 
 
+class Plain(Option):
+    """An option class written as a plain class, not a frozen dataclass: the ones every
+    message makes (identifiers, IAs, addresses, ORO, Elapsed Time, Status Code). Compiled
+    (``ipamd.dhcp.compiled``) their construction is C, where a dataclass's generated
+    ``__init__`` stays interpreted Python. As the dataclasses: immutable by convention,
+    equal (and hashed) by class and ``_fields()``, shown as ``Class(fields...)``."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        raise NotImplementedError(f"{type(self).__name__} does not name its fields")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Plain) or type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._fields()))
+
+    def __repr__(self) -> str:
+        return type(self).__name__ + "(" + ", ".join(repr(f) for f in self._fields()) + ")"
+
+
 # --------------------------------------------------------------------------- framing
 
 

@@ -14,10 +14,12 @@ The Relay Message option (9) is decoded by ``codec`` in relay messages only.
 
 Values: addresses are ``ipaddress.IPv6Address``; domain names are tuples of raw labels
 (``core.dnswire``), so a client's name round-trips whatever octets it holds; DUIDs are
-``duid.Duid``. The option classes are frozen dataclasses: equal when their fields are.
+``duid.Duid``. The option classes are frozen dataclasses or plain classes written as such
+(``option_framing.Plain``): equal when their fields are.
 
-This module is the one the room imports options by; they live in three: ``option_framing``
-(the base class and code/length framing), ``option_classes`` (each option's class) and
+This module is the one the room imports options by; they live in four: ``option_framing``
+(the base class and code/length framing), ``option_common`` (the options nearly every
+message carries, as plain classes), ``option_classes`` (the other options' classes) and
 ``option_decoders`` (each option's strict decoder and the tables by place).
 """
 
@@ -26,35 +28,37 @@ from __future__ import annotations
 from ipamd.dhcp6.option_classes import (
     BootfileUrl,
     ClientFqdn,
-    ClientId,
     ClientLinkLayer,
     DnsServers,
     DomainList,
-    DuidOption,
-    ElapsedTime,
     Flag,
-    Ia,
-    IaAddress,
-    IaNa,
-    IaPd,
-    IaPrefix,
     InterfaceId,
-    Nested,
     NtpServer,
     Opaque,
-    OptionRequest,
     Preference,
     RapidCommit,
     ReconfigureAccept,
     RemoteId,
-    ServerId,
     SolMaxRt,
-    StatusCode,
     SubscriberId,
     UserClass,
     VendorClass,
     VendorOpts,
     items_data,
+)
+from ipamd.dhcp6.option_common import (
+    ClientId,
+    DuidOption,
+    ElapsedTime,
+    Ia,
+    IaAddress,
+    IaNa,
+    IaPd,
+    IaPrefix,
+    Nested,
+    OptionRequest,
+    ServerId,
+    StatusCode,
 )
 from ipamd.dhcp6.option_decoders import (
     CLASSES,
@@ -73,6 +77,7 @@ from ipamd.dhcp6.option_framing import (
     Decoder,
     Option,
     OptionT,
+    Plain,
     RawOption,
     decode_options,
     encode_options,
@@ -116,6 +121,7 @@ __all__ = [
     "Option",
     "OptionRequest",
     "OptionT",
+    "Plain",
     "Preference",
     "RapidCommit",
     "RawOption",

@@ -247,18 +247,39 @@ class Plan6:
 # --------------------------------------------------------------------------- bindings
 
 
-@dataclass(frozen=True, slots=True)
 class Binding:
     """One lease as the lease store knows it: an address (IA_NA, length 128) or a
-    delegated prefix (IA_PD) of one client's IA."""
+    delegated prefix (IA_PD) of one client's IA.
 
-    ia_type: IaType
-    duid: Duid
-    iaid: int
-    address: IPv6Address
-    prefix_length: int
-    state: str  # "active" or "declined" (probation); ended leases are not bindings
-    expires: float  # seconds since the epoch
+    Immutable by convention; a plain class, not a frozen dataclass: compiled, its
+    construction (every committed change, every binding loaded) is C, a dataclass's is not."""
+
+    __slots__ = ("address", "duid", "expires", "ia_type", "iaid", "prefix_length", "state")
+
+    def __init__(self, ia_type: IaType, duid: Duid, iaid: int, address: IPv6Address,
+                 prefix_length: int, state: str, expires: float) -> None:
+        self.ia_type = ia_type
+        self.duid = duid
+        self.iaid = iaid
+        self.address = address
+        self.prefix_length = prefix_length
+        self.state = state  # "active" or "declined" (probation); ended leases are not bindings
+        self.expires = expires  # seconds since the epoch
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.ia_type, self.duid, self.iaid, self.address, self.prefix_length,
+                self.state, self.expires)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Binding):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "Binding(" + ", ".join(repr(value) for value in self._fields()) + ")"
 
     @property
     def prefix(self) -> IPv6Network:

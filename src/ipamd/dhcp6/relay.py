@@ -21,7 +21,6 @@ Agent (RFC 6221) leaves it unspecified and the next relay out gives its own.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from ipaddress import IPv6Address
 from typing import TypeVar
 
@@ -38,21 +37,45 @@ from ipamd.dhcp6.options import (
 )
 from ipamd.dhcp6.protocol import Malformed
 
-UNSPECIFIED = IPv6Address(0)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class RelayHop:
-    """What one Relay-forward said about the client's way to us."""
+    """What one Relay-forward said about the client's way to us.
 
-    hop_count: int
-    link_address: IPv6Address
-    peer_address: IPv6Address
-    interface_id: bytes | None = None
-    remote_id: RemoteId | None = None
-    subscriber_id: bytes | None = None
-    client_link_layer: ClientLinkLayer | None = None
+    Immutable by convention; a plain class, not a frozen dataclass, as ``Relayed`` (made
+    for every relayed message: compiled, its construction is C, a dataclass's is not)."""
+
+    __slots__ = ("client_link_layer", "hop_count", "interface_id", "link_address",
+                 "peer_address", "remote_id", "subscriber_id")
+
+    def __init__(self, hop_count: int, link_address: IPv6Address, peer_address: IPv6Address,
+                 interface_id: bytes | None = None, remote_id: RemoteId | None = None,
+                 subscriber_id: bytes | None = None,
+                 client_link_layer: ClientLinkLayer | None = None) -> None:
+        self.hop_count = hop_count
+        self.link_address = link_address
+        self.peer_address = peer_address
+        self.interface_id = interface_id
+        self.remote_id = remote_id
+        self.subscriber_id = subscriber_id
+        self.client_link_layer = client_link_layer
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.hop_count, self.link_address, self.peer_address, self.interface_id,
+                self.remote_id, self.subscriber_id, self.client_link_layer)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RelayHop):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"RelayHop(hop_count={self.hop_count}, link_address={self.link_address!r}, "
+                f"peer_address={self.peer_address!r}, interface_id={self.interface_id!r})")
 
     @classmethod
     def of(cls, relay: RelayMessage) -> RelayHop:
@@ -84,12 +107,17 @@ def _hop_and_inner(relay: RelayMessage) -> tuple[RelayHop, list[RelayMsg]]:
     return hop, inner
 
 
-@dataclass(frozen=True, slots=True)
 class Relayed:
     """A client's message and the relays it came through, outermost (our peer) first."""
 
-    message: Message
-    hops: tuple[RelayHop, ...] = ()
+    __slots__ = ("hops", "message")
+
+    def __init__(self, message: Message, hops: tuple[RelayHop, ...] = ()) -> None:
+        self.message = message
+        self.hops = hops
+
+    def __repr__(self) -> str:
+        return f"Relayed(message={self.message!r}, hops={self.hops!r})"
 
     @property
     def relayed(self) -> bool:
@@ -100,7 +128,7 @@ class Relayed:
         """The address naming the client's link: the link-address of the relay closest to
         the client that gave one; None when not relayed or no relay did."""
         for hop in reversed(self.hops):
-            if hop.link_address != UNSPECIFIED:
+            if int(hop.link_address):  # not the unspecified address (RFC 6221)
                 return hop.link_address
         return None
 

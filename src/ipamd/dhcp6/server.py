@@ -4,12 +4,13 @@ Built from what it needs (its ``[dhcp6]`` configuration, the database, the lease
 pending marks); the runtime runs it beside the DHCPv4 server (runtime/dhcp_servers.py) and,
 once it serves, registers it as ``state.dhcp6`` and its counters as ``state.counters.dhcp6``.
 
-Per datagram: the source must be a trusted relay (``dhcp6.trusted_relays``; else dropped,
-``untrusted_relay``) → ``codec.parse`` → ``relay.unwrap`` (hop limit, nesting) → the link
-the innermost link-address names (``Plan6.link_for``) → ``engine.decide`` against this
-node's bindings (``bindings.BindingCache``). A decision without lease changes (Advertise,
-Confirm, Information-request, NoBinding...) is answered at once; one with changes goes to
-the committer shared with DHCPv4 (``dhcp.committer``, writing through
+Per datagram (``dispatch``, the synchronous packet path, compiled with the hot path; this
+module does the waiting): the source must be a trusted relay (``dhcp6.trusted_relays``; else
+dropped, ``untrusted_relay``) → ``codec.parse`` → ``relay.unwrap`` (hop limit, nesting) →
+the link the innermost link-address names (``Plan6.link_for``) → ``engine.decide`` against
+this node's bindings (``bindings.BindingCache``). A decision without lease changes
+(Advertise, Confirm, Information-request, NoBinding...) is answered at once; one with
+changes goes to the committer shared with DHCPv4 (``dhcp.committer``, writing through
 ``leasestore.commit6``), and its Reply is sent only after the batch committed, so a kill -9
 loses no binding a client was told of. A change the database refused (another node got the
 address, a lease force-released meanwhile) makes the server read those bindings again and
@@ -28,8 +29,6 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from ipaddress import IPv6Address
 from typing import Any
 
 import trio
@@ -40,19 +39,13 @@ from ipamd.db.bridge import Database
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import leasestore
 from ipamd.dhcp.committer import Committer
-from ipamd.dhcp.leasestore import Op6, OpKind, Ops6
 from ipamd.dhcp.plan_loader import PlanHolder
-from ipamd.dhcp6 import codec, engine, relay
 from ipamd.dhcp6 import plan_loader as loader
-from ipamd.dhcp6.bindings import IA_TYPES, BindingCache, ia_name
-from ipamd.dhcp6.classify import classify
+from ipamd.dhcp6.bindings import IA_TYPES, BindingCache
 from ipamd.dhcp6.counters import Dhcp6Counters
+from ipamd.dhcp6.dispatch import Dispatch6, Pending
 from ipamd.dhcp6.duid import Duid
-from ipamd.dhcp6.engine import ChangeKind, Decision, LeaseChange
-from ipamd.dhcp6.plan import Binding
-from ipamd.dhcp6.protocol import Malformed
 from ipamd.dhcp6.sockets import (
-    CLIENT_PORT,
     Endpoint,
     global_addresses,
     open_interface,
@@ -65,23 +58,6 @@ log = logging.getLogger("ipamd.dhcp6.server")
 RECV_SIZE = 65_535  # a UDP payload; a relay chain of nine hops still fits
 _BURST = 64  # datagrams read per wake-up before other tasks get a turn
 _ERROR_LOG_PER_MINUTE = 10
-_TRUST_CACHE_MAX = 4096
-_KINDS = {ChangeKind.GRANT: OpKind.INSERT, ChangeKind.RENEW: OpKind.ACK,
-          ChangeKind.RELEASE: OpKind.RELEASE, ChangeKind.DECLINE: OpKind.DECLINE}
-
-
-@dataclass(slots=True)
-class Pending:
-    """One message waiting for its commit (the committer's queued item)."""
-
-    born: float
-    op: Ops6
-    decision: Decision
-    relayed: relay.Relayed
-    ep: Endpoint
-    dest: tuple[Any, ...]  # where the reply goes (the relay's address, or the client's)
-    link_address: IPv6Address | None  # what named the client's link
-    retried: bool = False
 
 
 class Dhcp6Server:
@@ -96,23 +72,30 @@ class Dhcp6Server:
             db, plan_refresh_seconds, load=loader.load_rows,
             build=loader.build, empty=loader.EMPTY)
         self.plans.on_change.append(self._plan_changed)
-        self.trusted = [ipaddress.IPv6Network(item, strict=False)
-                        for item in config.trusted_relays]
-        self.server_duid: Duid | None = None
         self.committer: Committer[Pending] = Committer(
             db, self._committed, batch_max=config.commit_batch_max,
             window_seconds=config.commit_window_us / 1_000_000, workers=config.commit_workers,
             stale_seconds=config.stale_wait_ms / 1000, on_stale=self._stale,
             commit=leasestore.commit6, warm=leasestore.warm6)
         self.endpoints: list[Endpoint] = []
+        self.dispatch = Dispatch6(
+            self.counters, self.cache, self.plans, self.committer,
+            trusted=[ipaddress.IPv6Network(item, strict=False) for item in config.trusted_relays],
+            reply_port=config.reply_port, probation_seconds=config.decline_probation_seconds)
+        self.on_datagram = self.dispatch.on_datagram
         self._db_log = Throttle(log)
         self._nursery: trio.Nursery | None = None
         self._error_window = (0.0, 0)
         self._started = time.monotonic()
-        # Parsed once: the relays' source addresses (trusted or not) and the subnets' ids.
-        self._trust: dict[str, bool] = {}
-        self._subnet_ids: dict[str, uuid.UUID] = {}
-        self._texts: dict[int, str] = {}  # by int: IPv6Address hashes slowly
+
+    @property
+    def server_duid(self) -> Duid | None:
+        """The appliance's one DUID (Server Identifier), once the database has given it."""
+        return self.dispatch.server_duid
+
+    @server_duid.setter
+    def server_duid(self, duid: Duid | None) -> None:
+        self.dispatch.server_duid = duid
 
     # ------------------------------------------------------------------ set-up
 
@@ -150,7 +133,8 @@ class Dhcp6Server:
         self._started = time.monotonic()
         try:
             candidate = Duid.from_uuid(uuid.uuid4()).raw  # RFC 6355: no MAC or clock needed
-            self.server_duid = Duid(await self.db.run(leasestore.server_duid6, candidate))
+            server_duid = Duid(await self.db.run(leasestore.server_duid6, candidate))
+            self.server_duid = server_duid
             self.cache.load(await self.db.run(leasestore.load_live6))
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -163,7 +147,7 @@ class Dhcp6Server:
                 self.counters.live = self.cache.counts
                 log.info("dhcp6 server on %s; DUID %s; %d live bindings, %d links",
                          ", ".join(f"[{h}]:{p}" for h, p in self.addresses),
-                         self.server_duid.describe(), len(self.cache),
+                         server_duid.describe(), len(self.cache),
                          len(self.plans.current.plan.links))
                 task_status.started()
         finally:
@@ -173,6 +157,7 @@ class Dhcp6Server:
 
     async def _receive(self, ep: Endpoint) -> None:
         sock = ep.sock
+        on_datagram = self.dispatch.on_datagram
         while True:
             ep.waiting_since = since = time.monotonic()
             try:
@@ -188,131 +173,11 @@ class Dhcp6Server:
                 except OSError:  # an ICMP error reported on the socket: not a datagram
                     continue
                 try:
-                    self.on_datagram(ep, data, source)
+                    on_datagram(ep, data, source)
                 except Exception:  # a bug must cost one message, never the server
                     self._internal_error(data)
             self.committer.kick()
             await trio.lowlevel.checkpoint()
-
-    def on_datagram(self, ep: Endpoint, data: bytes, source: tuple[Any, ...]) -> None:
-        counters = self.counters
-        host = str(source[0])
-        direct = ep.interface is not None
-        if not direct and not self._trusted(host):  # checked before any parsing
-            counters.drop("untrusted_relay")
-            return
-        try:
-            message = codec.parse(data)
-            if isinstance(message, codec.RelayMessage):
-                if direct and not self._trusted(host):
-                    counters.drop("untrusted_relay")
-                    return
-                relayed = relay.unwrap(message)
-            elif direct:  # a client on the attached link
-                relayed = relay.Relayed(message)
-            else:
-                counters.drop("not_relayed")
-                return
-        except Malformed as error:
-            counters.drop(error.reason)
-            return
-        counters.received[relayed.message.msg_type] += 1
-        if relayed.hops:
-            dest: tuple[Any, ...] = (host, self.config.reply_port or int(source[1]))
-            link_address = relayed.link_address
-        else:  # answered at its link-local address, on the interface it came in on
-            dest = (host, CLIENT_PORT, 0, int(source[3]) if len(source) > 3 else 0)
-            link_address = self._interface_link(ep)
-        self._decide(ep, dest, relayed, link_address, time.monotonic(), retried=False)
-
-    def _interface_link(self, ep: Endpoint) -> IPv6Address | None:
-        """The global address of a served interface that lies in a served subnet."""
-        plan = self.plans.current.plan
-        for address in ep.addresses:
-            if plan.link_for(address) is not None:
-                return address
-        return None
-
-    def _trusted(self, host: str) -> bool:
-        known = self._trust.get(host)
-        if known is None:
-            try:
-                address = IPv6Address(host.partition("%")[0])
-            except ValueError:
-                return False
-            known = any(address in network for network in self.trusted)
-            if len(self._trust) >= _TRUST_CACHE_MAX:  # sources are relays: few, but bounded
-                self._trust.clear()
-            self._trust[host] = known
-        return known
-
-    def _decide(self, ep: Endpoint, dest: tuple[Any, ...], relayed: relay.Relayed,
-                link_address: IPv6Address | None, born: float, *, retried: bool) -> None:
-        if self.server_duid is None:
-            self.counters.drop("no_server_duid")
-            return
-        plan = self.plans.current.plan
-        link = plan.link_for(link_address)
-        layer = relayed.client_link_layer
-        classes = classify(relayed.message, plan.classes, None if layer is None else layer.mac)
-        decision = engine.decide(relayed.message, link, self.cache, self.server_duid,
-                                 time.time(), classes)
-        if decision.drop is not None:
-            self.counters.drop(decision.drop)
-            return
-        if not decision.changes:
-            self._send(ep, dest, relayed, decision)
-            return
-        ops = Ops6([self._op(change, relayed, link_address) for change in decision.changes])
-        self.committer.submit(Pending(born, ops, decision, relayed, ep, dest, link_address,
-                                      retried))
-
-    def _op(self, change: LeaseChange, relayed: relay.Relayed,
-            link_address: IPv6Address | None) -> Op6:
-        remote = relayed.remote_id
-        link_layer = relayed.client_link_layer
-        return Op6(
-            _KINDS[change.kind], self._subnet_uuid(change.subnet_id), change.address,
-            change.prefix_length, change.duid.raw, change.iaid, ia_name(change.ia_type),
-            preferred=change.preferred, valid=change.valid,
-            seconds=self.config.decline_probation_seconds,
-            giaddr=None if link_address is None else self._address_text(link_address),
-            remote_id=None if remote is None else remote.encode(),
-            subscriber_id=relayed.subscriber_id,
-            mac=None if link_layer is None else link_layer.mac,
-            supersede=(change.kind is ChangeKind.GRANT
-                       and self.cache.has_ia(change.duid, change.iaid, change.ia_type)),
-            fqdn=change.fqdn,
-        )
-
-    def _address_text(self, address: IPv6Address) -> str:
-        """A relay's link-address as text (every Op6 records it; relays are few)."""
-        key = int(address)
-        found = self._texts.get(key)
-        if found is None:
-            if len(self._texts) >= _TRUST_CACHE_MAX:
-                self._texts.clear()
-            found = self._texts[key] = str(address)
-        return found
-
-    def _subnet_uuid(self, subnet_id: str) -> uuid.UUID:
-        found = self._subnet_ids.get(subnet_id)
-        if found is None:
-            found = self._subnet_ids[subnet_id] = uuid.UUID(subnet_id)
-        return found
-
-    def _send(self, ep: Endpoint, dest: tuple[Any, ...], relayed: relay.Relayed,
-              decision: Decision) -> None:
-        reply = decision.reply
-        if reply is None:
-            return
-        data = relay.wrap_bytes(reply.to_bytes(), relayed.hops)
-        try:
-            ep.sock.sendto(data, dest)
-        except OSError:
-            self.counters.drop("send_failed")
-            return
-        self.counters.sent[reply.msg_type] += 1
 
     # ------------------------------------------------------------------ after commit
 
@@ -325,36 +190,10 @@ class Dhcp6Server:
                 counters.drop("db_error")
             return
         self.journal.written()
-        refused: list[Pending] = []
-        for item in batch:
-            self._remember(item)
-            if item.op.ok:
-                self._send(item.ep, item.dest, item.relayed, item.decision)
-            elif item.retried:
-                counters.drop("conflict")
-            else:
-                refused.append(item)
+        refused = self.dispatch.committed(batch)
         if refused and self._nursery is not None:
             counters.conflicts += len(refused)
             self._nursery.start_soon(self._decide_again, refused)
-
-    def _remember(self, item: Pending) -> None:
-        """The committed changes into this node's picture of the bindings (the ops were
-        made from the decision's changes, in their order: ``_decide``)."""
-        for op, change in zip(item.op.ops, item.decision.changes, strict=True):
-            if not op.ok or op.lease_id is None:
-                continue
-            if op.event:
-                self.counters.leases[op.event] += 1
-            change_type, duid = change.ia_type, change.duid
-            if op.kind == OpKind.RELEASE:
-                self.cache.drop(op.lease_id)
-                continue
-            if op.kind == OpKind.INSERT:  # the IA's other binding was released with it
-                self.cache.drop_ia(duid, op.iaid, change_type)
-            state = "declined" if op.kind == OpKind.DECLINE else "active"
-            self.cache.put(op.lease_id, Binding(change_type, duid, op.iaid, op.ip,
-                                                op.prefix_length, state, op.expires))
 
     async def _decide_again(self, refused: list[Pending]) -> None:
         """The database refused these messages' picture of the bindings: read those
@@ -375,8 +214,8 @@ class Dhcp6Server:
                 self.cache.drop_ia(Duid(op.duid_raw), op.iaid, IA_TYPES[op.ia_type])
         self.cache.load(rows)
         for item in refused:
-            self._decide(item.ep, item.dest, item.relayed, item.link_address, item.born,
-                         retried=True)
+            self.dispatch.decide(item.ep, item.dest, item.relayed, item.link_address,
+                                 item.born, True)
         self.committer.kick()
 
     def _stale(self, batch: Sequence[Pending]) -> None:
