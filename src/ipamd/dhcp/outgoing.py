@@ -6,6 +6,9 @@ it) go in a single ``sendmsg`` with UDP generic segmentation offload (``UDP_SEGM
 300-byte datagrams in bursts of 32 cost the machine 4.3 µs of CPU each that way against
 11.2 µs with a ``sendto`` each, sender and receiver counted (``bench/bench_udp_send.py``).
 Order between answers to different clients does not matter; within a group it is kept.
+Both servers send through it (DHCPv4's ``dispatch``, DHCPv6's ``dhcp6.server``): an
+endpoint is anything with a socket, its port and a ``gso`` flag (``SendingEndpoint``), a
+destination any address its socket's ``sendto`` takes (an IPv6 one with its scope too).
 
 An endpoint whose kernel refuses segmented sends (an old kernel, a device without checksum
 offload, a segment larger than the link's MTU) sends one datagram per call from then on;
@@ -19,10 +22,9 @@ import errno
 import logging
 import socket
 import sys
+from collections import Counter
 from collections.abc import Callable
-
-from ipamd.dhcp.context import Endpoint
-from ipamd.dhcp.counters import DhcpCounters
+from typing import Any, Protocol
 
 log = logging.getLogger("ipamd.dhcp.server")
 
@@ -36,21 +38,38 @@ _REFUSALS = frozenset({errno.EIO, errno.EINVAL, errno.ENOPROTOOPT, errno.EOPNOTS
 _SOL_UDP = socket.IPPROTO_UDP
 _ORDER = sys.byteorder
 
-Address = tuple[str, int]
-Answer = tuple[Endpoint, Address, bytes, int]  # where from, where to, the datagram, its type
+
+class SendingEndpoint(Protocol):
+    """What answers leave through: ``dhcp.context.Endpoint``, ``dhcp6.sockets.Endpoint``."""
+
+    sock: Any  # the non-blocking stdlib socket
+    port: int
+    gso: bool  # several answers to a send (UDP_SEGMENT); off once the kernel refused it
+
+
+class SendCounters(Protocol):
+    """The counters a send moves: answers sent by message type, ``send_failed`` drops."""
+
+    sent: Counter[int]
+    drops: Counter[str]
+
+
+Address = tuple[Any, ...]  # (host, port), or (host, port, flowinfo, scope id) for IPv6
+# Where from, where to, the datagram, its message type.
+Answer = tuple[SendingEndpoint, Address, bytes, int]
 
 
 class Outgoing:
     """The answers of the current pass (``add``), sent by ``flush``; ``backlog`` holds those
     a full socket buffer refused, for the server's task that waits until it is writable."""
 
-    def __init__(self, counters: DhcpCounters, wake_backlog: Callable[[], None]) -> None:
+    def __init__(self, counters: SendCounters, wake_backlog: Callable[[], None]) -> None:
         self.counters = counters
         self.wake_backlog = wake_backlog
         self.queued: list[Answer] = []
         self.backlog: list[Answer] = []
 
-    def add(self, ep: Endpoint, addr: Address, data: bytes, mtype: int) -> None:
+    def add(self, ep: SendingEndpoint, addr: Address, data: bytes, mtype: int) -> None:
         self.queued.append((ep, addr, data, mtype))
 
     def flush(self) -> None:
@@ -63,7 +82,7 @@ class Outgoing:
             queued.clear()
             self._one(ep, addr, data, mtype)
             return
-        groups: dict[tuple[int, str, int, int], list[Answer]] = {}
+        groups: dict[tuple[int, Any, Any, int], list[Answer]] = {}
         for answer in queued:
             ep, addr, data, _ = answer
             key = (id(ep), addr[0], addr[1], len(data))
@@ -88,7 +107,7 @@ class Outgoing:
                 for answer in chunk:
                     self._one(*answer)
 
-    def _segmented(self, ep: Endpoint, size: int, chunk: list[Answer]) -> None:
+    def _segmented(self, ep: SendingEndpoint, size: int, chunk: list[Answer]) -> None:
         addr = chunk[0][1]
         try:
             ep.sock.sendmsg([answer[2] for answer in chunk],
@@ -109,7 +128,7 @@ class Outgoing:
         for answer in chunk:
             sent[answer[3]] += 1
 
-    def _one(self, ep: Endpoint, addr: Address, data: bytes, mtype: int) -> None:
+    def _one(self, ep: SendingEndpoint, addr: Address, data: bytes, mtype: int) -> None:
         try:
             ep.sock.sendto(data, addr)
         except BlockingIOError:

@@ -28,6 +28,7 @@ from ipamd.core.lease_events import JournalPending
 from ipamd.db.bridge import Database
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import compiled, leasestore
+from ipamd.dhcp.backlog import Backlog
 from ipamd.dhcp.committer import Committer
 from ipamd.dhcp.context import Endpoint, Env, Exchange
 from ipamd.dhcp.counters import DhcpCounters
@@ -85,7 +86,7 @@ class DhcpServer:
         )
         self.stats = LeaseStats(db)
         self.endpoints: list[Endpoint] = []
-        self._backlog_wake = trio.Event()
+        self._backlog = Backlog()
         self._replies_wake = trio.Event()
         self.dispatch = Dispatch(
             self.env, self.counters, self.committer,
@@ -207,7 +208,7 @@ class DhcpServer:
         self._replies_wake.set()
 
     def _wake_backlog(self) -> None:
-        self._backlog_wake.set()
+        self._backlog.wake()
 
     async def _pace_replies(self) -> None:
         dispatch = self.dispatch
@@ -226,18 +227,7 @@ class DhcpServer:
         self.dispatch.stale(batch)
 
     async def _flush_backlog(self) -> None:
-        while True:
-            await self._backlog_wake.wait()
-            self._backlog_wake = trio.Event()
-            backlog = self.dispatch.out.backlog
-            while backlog:
-                ep, addr, data, mtype = backlog.pop(0)
-                try:
-                    await trio.lowlevel.wait_writable(ep.sock)
-                    ep.sock.sendto(data, addr)
-                    self.counters.sent[mtype] += 1
-                except OSError:
-                    self.counters.drops["send_failed"] += 1
+        await self._backlog.send(self.dispatch.out)
 
     # ------------------------------------------------------------------ lease bookkeeping
 

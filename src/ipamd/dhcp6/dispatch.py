@@ -4,13 +4,14 @@ Synchronous and compiled with the rest of the hot path (``ipamd.dhcp.compiled``)
 DHCPv4's ``dhcp.dispatch``: the server (``server.py``) owns what awaits — the sockets'
 receive loops, the committer's tasks, reading bindings again — and calls in here:
 
-* ``on_datagram``: trusted relay? → ``codec.parse`` → ``relay.unwrap`` → the link →
-  ``classify`` → ``engine.decide``; the answer sent (``send``) or the message's lease
-  changes submitted to the committer (a ``Pending``);
-* ``committed``: after a batch's commit, the bindings remembered and the Replies sent;
+* ``on_datagram``: trusted relay? → ``codec.parse`` → ``relay.unwrap`` → the
+  link → ``classify`` → ``engine.decide``; the answer queued (``send``) or the message's
+  lease changes submitted to the committer (a ``Pending``);
+* ``committed``: after a batch's commit, the bindings remembered and the Replies queued;
   it returns the messages whose picture of the bindings the database refused;
 * ``decide``: the decision for one unwrapped message (again, after such a refusal);
-* ``send``: one answer, wrapped for its relays, sent.
+* ``send``: one answer queued in ``out`` (``dhcp.outgoing.Outgoing``); the server flushes
+  it at the end of a receive burst or a committed batch.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ipaddress import IPv6Address, IPv6Network
 from typing import Any, Protocol
 
 from ipamd.dhcp.leasestore import Op6, OpKind, Ops6
+from ipamd.dhcp.outgoing import Outgoing
 from ipamd.dhcp6 import codec, engine, relay
 from ipamd.dhcp6.bindings import BindingCache, ia_name
 from ipamd.dhcp6.classify import classify
@@ -70,12 +72,13 @@ class Dispatch6:
     """The server's packet path and what it remembers between packets."""
 
     def __init__(self, counters: Any, cache: BindingCache, plans: PlanSource, committer: Any,
-                 *, trusted: Sequence[IPv6Network], reply_port: int,
+                 out: Outgoing, *, trusted: Sequence[IPv6Network], reply_port: int,
                  probation_seconds: int) -> None:
         self.counters = counters  # counters.Dhcp6Counters
         self.cache = cache
         self.plans = plans
         self.committer = committer  # dhcp.committer.Committer: submit()
+        self.out = out
         self.trusted = list(trusted)
         self.reply_port = reply_port
         self.probation_seconds = probation_seconds
@@ -89,7 +92,7 @@ class Dispatch6:
     # ------------------------------------------------------------------ receive
 
     def on_datagram(self, ep: Endpoint, data: bytes, source: tuple[Any, ...]) -> None:
-        """Everything one datagram causes, its answer sent."""
+        """Everything one datagram causes; its answer is queued in ``out``."""
         counters = self.counters
         host = str(source[0])
         direct = ep.interface is not None
@@ -199,22 +202,16 @@ class Dispatch6:
 
     def send(self, ep: Endpoint, dest: tuple[Any, ...], relayed: relay.Relayed,
              decision: Decision) -> None:
-        """Send the decision's reply, wrapped for the relays it came through."""
+        """Queue the decision's reply, wrapped for the relays it came through."""
         reply = decision.reply
         if reply is None:
             return
-        data = relay.wrap_bytes(reply.to_bytes(), relayed.hops)
-        try:
-            ep.sock.sendto(data, dest)
-        except OSError:
-            self.counters.drop("send_failed")
-            return
-        self.counters.sent[reply.msg_type] += 1
+        self.out.add(ep, dest, relay.wrap_bytes(reply.to_bytes(), relayed.hops), reply.msg_type)
 
     # ------------------------------------------------------------------ after commit
 
     def committed(self, batch: Sequence[Pending]) -> list[Pending]:
-        """A committed batch: bindings remembered, Replies sent; the messages a change of
+        """A committed batch: bindings remembered, Replies queued; the messages a change of
         which the database refused, and which have not been decided again yet, returned."""
         refused: list[Pending] = []
         for item in batch:

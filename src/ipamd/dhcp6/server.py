@@ -18,8 +18,11 @@ decide once more; refused twice, the message is dropped (``conflict``) and the c
 retransmits.
 
 Replies go back wrapped in one Relay-reply per hop (``relay.wrap``: Interface-Id echoed) to
-the relay's source address, port ``dhcp6.reply_port`` (547). Every drop is counted by
-reason (``counters.DROP_REASONS``); no datagram can stop the receive loop.
+the relay's source address, port ``dhcp6.reply_port`` (547), queued and sent together at
+the end of a receive burst or of a committed batch (``dhcp.outgoing``, as DHCPv4's: answers
+of one size to one relay leave several to a send); a full socket buffer queues them for
+the backlog task (``dhcp.backlog``). Every drop is counted by reason
+(``counters.DROP_REASONS``); no datagram can stop the receive loop.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from ipamd.core.lease_events import JournalPending
 from ipamd.db.bridge import Database
 from ipamd.db.outage import DB_ERRORS, Throttle, log_failure
 from ipamd.dhcp import leasestore
+from ipamd.dhcp.backlog import Backlog
 from ipamd.dhcp.committer import Committer
+from ipamd.dhcp.outgoing import Outgoing
 from ipamd.dhcp.plan_loader import PlanHolder
 from ipamd.dhcp6 import plan_loader as loader
 from ipamd.dhcp6.bindings import IA_TYPES, BindingCache
@@ -78,8 +83,12 @@ class Dhcp6Server:
             stale_seconds=config.stale_wait_ms / 1000, on_stale=self._stale,
             commit=leasestore.commit6, warm=leasestore.warm6)
         self.endpoints: list[Endpoint] = []
+        # Answers go out together at the end of a receive burst or a committed batch,
+        # several to a send where the kernel segments them (dhcp.outgoing).
+        self._backlog = Backlog()
+        self.out = Outgoing(self.counters, self._backlog.wake)
         self.dispatch = Dispatch6(
-            self.counters, self.cache, self.plans, self.committer,
+            self.counters, self.cache, self.plans, self.committer, self.out,
             trusted=[ipaddress.IPv6Network(item, strict=False) for item in config.trusted_relays],
             reply_port=config.reply_port, probation_seconds=config.decline_probation_seconds)
         self.on_datagram = self.dispatch.on_datagram
@@ -140,6 +149,7 @@ class Dhcp6Server:
                 self._nursery = nursery
                 await nursery.start(self.plans.run)
                 await nursery.start(self.committer.run)
+                nursery.start_soon(self._backlog.send, self.out)
                 for ep in self.endpoints:
                     nursery.start_soon(self._receive, ep)
                 if self.config.lease_resync_seconds:
@@ -176,8 +186,13 @@ class Dhcp6Server:
                     on_datagram(ep, data, source)
                 except Exception:  # a bug must cost one message, never the server
                     self._internal_error(data)
-            self.committer.kick()
+            self.committer.kick()  # the burst's commit goes into the database first
+            self.flush()
             await trio.lowlevel.checkpoint()
+
+    def flush(self) -> None:
+        """Send the answers queued since the last flush (counted as sent, or send_failed)."""
+        self.out.flush()
 
     # ------------------------------------------------------------------ after commit
 
@@ -191,6 +206,7 @@ class Dhcp6Server:
             return
         self.journal.written()
         refused = self.dispatch.committed(batch)
+        self.flush()
         if refused and self._nursery is not None:
             counters.conflicts += len(refused)
             self._nursery.start_soon(self._decide_again, refused)
@@ -217,6 +233,7 @@ class Dhcp6Server:
             self.dispatch.decide(item.ep, item.dest, item.relayed, item.link_address,
                                  item.born, True)
         self.committer.kick()
+        self.flush()
 
     def _stale(self, batch: Sequence[Pending]) -> None:
         for _ in batch:

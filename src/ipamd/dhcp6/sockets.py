@@ -37,6 +37,7 @@ class Endpoint:
     addresses: list[IPv6Address] = field(default_factory=list)
     waited: float = 0.0
     waiting_since: float | None = None
+    gso: bool = True  # answers may leave several to a send (dhcp.outgoing); off once refused
 
 
 def split_listen(value: str) -> tuple[str, int]:
