@@ -171,6 +171,7 @@ class Dhcp6Config(Section):
     commit_batch_max: int = Field(default=256, ge=1, le=10_000)
     commit_window_us: int = Field(default=0, ge=0, le=100_000)
     commit_workers: int = Field(default=1, ge=1, le=16)
+    overload_wait_ms: int = Field(default=200, ge=1, le=60_000)
     stale_wait_ms: int = Field(default=2000, ge=1, le=60_000)
     lease_resync_seconds: float = Field(default=600.0, ge=0)
 

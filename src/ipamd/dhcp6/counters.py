@@ -22,6 +22,7 @@ SERVER_DROPS = frozenset(
         "not_relayed",  # a client message straight to the listen socket (relays only so far)
         "no_server_duid",  # not yet: the database has not answered with the server DUID
         "stale",  # waited longer than dhcp6.stale_wait_ms for its commit
+        "overload",  # a new Solicit while commits are behind (dhcp6.overload_wait_ms)
         "db_error",  # the commit failed (the client retransmits)
         "conflict",  # the database refused the bindings again after a second decision
         "send_failed",  # the reply could not be sent

@@ -4,7 +4,7 @@ Synchronous and compiled with the rest of the hot path (``ipamd.dhcp.compiled``)
 DHCPv4's ``dhcp.dispatch``: the server (``server.py``) owns what awaits — the sockets'
 receive loops, the committer's tasks, reading bindings again — and calls in here:
 
-* ``on_datagram``: trusted relay? → ``codec.parse`` → ``relay.unwrap`` → the
+* ``on_datagram``: trusted relay? → overload → ``codec.parse`` → ``relay.unwrap`` → the
   link → ``classify`` → ``engine.decide``; the answer queued (``send``) or the message's
   lease changes submitted to the committer (a ``Pending``);
 * ``committed``: after a batch's commit, the bindings remembered and the Replies queued;
@@ -30,12 +30,16 @@ from ipamd.dhcp6.classify import classify
 from ipamd.dhcp6.decision import ChangeKind, Decision, LeaseChange
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.plan import Binding, Plan6
-from ipamd.dhcp6.protocol import Malformed
+from ipamd.dhcp6.protocol import RELAY_FORW, SOLICIT, Malformed
 from ipamd.dhcp6.sockets import CLIENT_PORT, Endpoint
 
 _CACHE_MAX = 4096  # relays' source addresses and link-addresses remembered: few, but bounded
 _KINDS = {ChangeKind.GRANT: OpKind.INSERT, ChangeKind.RENEW: OpKind.ACK,
           ChangeKind.RELEASE: OpKind.RELEASE, ChangeKind.DECLINE: OpKind.DECLINE}
+# A Relay-forward as relays send it (dhcrelay, perfdhcp, routers without Interface-Id): the
+# Relay Message option (9) first, right after the 34-octet relay header (RFC 8415 §9).
+_RELAY_MSG_HEAD = b"\x00\x09"
+_RELAYED_TYPE_AT = 38  # the relayed message's msg-type: header, option code and length
 
 
 class Versioned(Protocol):
@@ -68,20 +72,32 @@ class Pending:
         self.retried = retried
 
 
+def solicit_head(data: bytes) -> bool:
+    """A Solicit, or a Solicit in a Relay-forward that carries it first (checked on the
+    octets, before parsing; other shapes are recognised after parsing)."""
+    if not data:
+        return False
+    if data[0] == SOLICIT:
+        return True
+    return (data[0] == RELAY_FORW and len(data) > _RELAYED_TYPE_AT
+            and data[_RELAYED_TYPE_AT] == SOLICIT and data[34:36] == _RELAY_MSG_HEAD)
+
+
 class Dispatch6:
     """The server's packet path and what it remembers between packets."""
 
     def __init__(self, counters: Any, cache: BindingCache, plans: PlanSource, committer: Any,
                  out: Outgoing, *, trusted: Sequence[IPv6Network], reply_port: int,
-                 probation_seconds: int) -> None:
+                 probation_seconds: int, overload_seconds: float) -> None:
         self.counters = counters  # counters.Dhcp6Counters
         self.cache = cache
         self.plans = plans
-        self.committer = committer  # dhcp.committer.Committer: submit()
+        self.committer = committer  # dhcp.committer.Committer: submit(), overloaded()
         self.out = out
         self.trusted = list(trusted)
         self.reply_port = reply_port
         self.probation_seconds = probation_seconds
+        self.overload_seconds = overload_seconds
         self.server_duid: Duid | None = None  # set once the database has given it
         # Parsed once: the relays' source addresses (trusted or not), link-addresses as
         # text and the subnets' ids (IPv6Address hashes and formats slowly: by int).
@@ -99,6 +115,11 @@ class Dispatch6:
         if not direct and not self.trusted_source(host):  # checked before any parsing
             counters.drop("untrusted_relay")
             return
+        # Overloaded: new clients wait (they retransmit), clients past their Solicit are
+        # served. Most Solicits are recognised before parsing: shedding costs next to nothing.
+        if solicit_head(data) and self.overloaded():
+            self._shed()
+            return
         try:
             message = codec.parse(data)
             if isinstance(message, codec.RelayMessage):
@@ -114,7 +135,11 @@ class Dispatch6:
         except Malformed as error:
             counters.drop(error.reason)
             return
-        counters.received[relayed.message.msg_type] += 1
+        msg_type = relayed.message.msg_type
+        if msg_type == SOLICIT and self.overloaded():
+            self._shed()
+            return
+        counters.received[msg_type] += 1
         if relayed.hops:
             dest: tuple[Any, ...] = (host, self.reply_port or int(source[1]))
             link_address = relayed.link_address
@@ -122,6 +147,15 @@ class Dispatch6:
             dest = (host, CLIENT_PORT, 0, int(source[3]) if len(source) > 3 else 0)
             link_address = self._interface_link(ep)
         self.decide(ep, dest, relayed, link_address, time.monotonic(), False)
+
+    def overloaded(self) -> bool:
+        """Has the oldest message queued for its commit waited longer than
+        dhcp6.overload_wait_ms (a stalled commit's time not counted: Committer.overloaded)?"""
+        return bool(self.committer.overloaded(time.monotonic(), self.overload_seconds))
+
+    def _shed(self) -> None:
+        self.counters.received[SOLICIT] += 1
+        self.counters.drop("overload")
 
     def _interface_link(self, ep: Endpoint) -> IPv6Address | None:
         """The global address of a served interface that lies in a served subnet."""

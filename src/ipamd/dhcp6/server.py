@@ -15,7 +15,9 @@ changes goes to the committer shared with DHCPv4 (``dhcp.committer``, writing th
 loses no binding a client was told of. A change the database refused (another node got the
 address, a lease force-released meanwhile) makes the server read those bindings again and
 decide once more; refused twice, the message is dropped (``conflict``) and the client
-retransmits.
+retransmits. While the commit queue is behind (``dhcp6.overload_wait_ms``), new Solicits are
+dropped (``overload``), never the messages of clients past their Solicit, as DHCPv4 drops
+new Discovers: past its ceiling the server answers about its ceiling, not less.
 
 Replies go back wrapped in one Relay-reply per hop (``relay.wrap``: Interface-Id echoed) to
 the relay's source address, port ``dhcp6.reply_port`` (547), queued and sent together at
@@ -90,7 +92,8 @@ class Dhcp6Server:
         self.dispatch = Dispatch6(
             self.counters, self.cache, self.plans, self.committer, self.out,
             trusted=[ipaddress.IPv6Network(item, strict=False) for item in config.trusted_relays],
-            reply_port=config.reply_port, probation_seconds=config.decline_probation_seconds)
+            reply_port=config.reply_port, probation_seconds=config.decline_probation_seconds,
+            overload_seconds=config.overload_wait_ms / 1000)
         self.on_datagram = self.dispatch.on_datagram
         self._db_log = Throttle(log)
         self._nursery: trio.Nursery | None = None

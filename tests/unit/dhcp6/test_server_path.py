@@ -1,8 +1,10 @@
-"""The DHCPv6 server's packet path and its sends, on real UDP sockets over loopback.
+"""The DHCPv6 server's packet path: its overload discipline and its sends, on real UDP over loopback.
 
 The server's packet path (``Dhcp6Server.on_datagram``, then ``flush``) without its database:
-the plan and the server DUID are set as ``run`` would set them. Answers are queued and
-leave together at the flush (``dhcp.outgoing``), each a whole Relay-reply.
+the plan and the server DUID are set as ``run`` would set them, and the committer's queue
+is read where ``run``'s workers would take it. While the oldest queued message has waited
+longer than ``dhcp6.overload_wait_ms``, new Solicits are dropped (``overload``) and every
+other message still goes on (docs/dhcpv6.md, "Monitoring").
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _with_server(msg_type: int, duid: bytes, address: str) -> bytes:
 def lab() -> Iterator[tuple[Dhcp6Server, Endpoint, socket.socket]]:
     """A server on [::1]:<ephemeral> trusting ::1, and the "relay" socket it answers."""
     config = parse_config({"dhcp6": {"enabled": True, "trusted_relays": ["::1/128"],
-                                     "reply_port": 0}})
+                                     "reply_port": 0, "overload_wait_ms": 50}})
     server = Dhcp6Server(config.dhcp6, None, JournalPending(),  # type: ignore[arg-type]
                          plan_refresh_seconds=config.dhcp.plan_refresh_seconds)
     link = Link("00000000-0000-7000-8000-000000000001", IPv6Network("2001:db8:77:1::/64"),
@@ -76,6 +78,15 @@ def _deliver(server: Dhcp6Server, ep: Endpoint, peer: socket.socket, data: bytes
     server.flush()
 
 
+def _queue_behind(server: Dhcp6Server, ep: Endpoint, peer: socket.socket) -> None:
+    """A Request queued for its commit, then aged past overload_wait_ms (as if the
+    committer had fallen behind; its workers are not running here)."""
+    _deliver(server, ep, peer, _with_server(p.REQUEST, DUID_LLT, "2001:db8:77:1::120"))
+    queue: list[Any] = server.committer._queue
+    assert len(queue) == 1
+    queue[0].born -= 1.0
+
+
 def _no_answer(peer: socket.socket) -> bool:
     peer.setblocking(False)
     try:
@@ -85,15 +96,35 @@ def _no_answer(peer: socket.socket) -> bool:
     return False
 
 
-def test_a_request_waits_for_its_commit_and_a_solicit_is_answered_at_the_flush(
-        lab: Any) -> None:
+def test_a_new_solicit_is_shed_while_commits_are_behind(lab: Any) -> None:
+    server, ep, peer = lab
+    _queue_behind(server, ep, peer)
+    _deliver(server, ep, peer, _solicit())
+    _deliver(server, ep, peer, _solicit(interface_first=True))
+    assert server.counters.drops["overload"] == 2
+    assert server.counters.received[p.SOLICIT] == 2
+    assert server.counters.sent[p.ADVERTISE] == 0
+    assert _no_answer(peer)
+
+
+def test_messages_past_the_solicit_are_never_shed(lab: Any) -> None:
+    server, ep, peer = lab
+    _queue_behind(server, ep, peer)
+    _deliver(server, ep, peer, _with_server(p.RENEW, OTHER_CLIENT, str(HELD)))
+    _deliver(server, ep, peer, _with_server(p.REQUEST, OTHER_CLIENT, str(HELD)))
+    assert server.committer.queued == 3  # the aged Request, the Renew, the Request
+    assert server.counters.drops["overload"] == 0
+    assert server.counters.received[p.RENEW] == 1
+
+
+def test_a_solicit_is_answered_while_the_queue_is_fresh(lab: Any) -> None:
     server, ep, peer = lab
     _deliver(server, ep, peer, _with_server(p.REQUEST, DUID_LLT, "2001:db8:77:1::120"))
-    assert server.committer.queued == 1 and _no_answer(peer)  # its Reply after the commit
+    assert server.committer.queued == 1  # waiting less than overload_wait_ms
     _deliver(server, ep, peer, _solicit(OTHER_CLIENT))
-    peer.setblocking(True)
     answer = peer.recv(4096)
     assert answer[0] == p.RELAY_REPL and answer[38] == p.ADVERTISE
+    assert server.counters.drops["overload"] == 0
     assert server.counters.sent[p.ADVERTISE] == 1
 
 
