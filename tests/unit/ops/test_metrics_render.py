@@ -19,6 +19,7 @@ from ipamd.state import AppState
 FAMILIES = [
     ("ipamd_dhcp_commit_batch_size", "histogram"),
     ("ipamd_dhcp_commit_duration_seconds", "histogram"),
+    ("ipamd_dhcp_ping_checks_total", "counter"),  # the ping check (docs/api-ipam.md)
     ("ipamd_dhcp_packets_received_total", "counter"),
     ("ipamd_dhcp_packets_sent_total", "counter"),
     ("ipamd_dhcp_drops_total", "counter"),
@@ -49,6 +50,7 @@ def _state() -> AppState:
     dhcp = DhcpCounters()
     dhcp.drops["stale"] += 2
     dhcp.batch_sizes.observe(3)
+    dhcp.pings["answered"] += 1
     dhcp6 = Dhcp6Counters()
     dhcp6.drop("stale")
     state.counters.dhcp, state.counters.dhcp6 = dhcp, dhcp6
@@ -73,6 +75,8 @@ def test_the_families_and_their_labels() -> None:
     text = _render(_state())
     assert re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M) == FAMILIES
     assert 'ipamd_dhcp_drops_total{reason="stale"} 2.0' in text
+    assert 'ipamd_dhcp_ping_checks_total{outcome="answered"} 1.0' in text
+    assert 'ipamd_dhcp_ping_checks_total{outcome="unavailable"} 0.0' in text  # every outcome
     assert 'ipamd_dhcp6_drops_total{reason="stale"} 1.0' in text
     assert ('ipamd_api_request_duration_seconds_count{method="GET",'
             'route="/api/v1/prefixes",status="2xx"} 1.0') in text
