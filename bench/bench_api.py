@@ -8,8 +8,10 @@ loopback face serves no TLS). 60 prefixes are made through the API and an admin 
 minted, so every request is authenticated as a real client's is. `wrk` (one thread, C)
 drives `GET /api/v1/prefixes?limit=50` with --clients keep-alive connections for
 --duration seconds, --runs times per figure; printed: requests/s, p50/p99 latency (wrk's
-own, from its histogram), the appliance's CPU per request (user + system from /proc), and
-the median over the runs.
+own, from its histogram), CPU per request (user + system from /proc) of the appliance (all
+its processes), of its API workers alone and of PostgreSQL (the postmaster's tree), and the
+median over the runs. A run with any non-2xx answer or socket error is invalid: it is
+printed with its counts, marked INVALID, left out of the medians, and the bench exits 1.
 
 DHCP over a loopback relay (bench/appliance.py's dora_load: relayed DORAs on 127.77.0.1,
 each client a new one): first its ceiling (a storm, 256 exchanges in flight), then half of
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ from bench.appliance import (
     dora_load,
     relay_socket,
     running,
+    tree_cpu_seconds,
     wait_dhcp,
 )
 from bench.machine import MachineMeter
@@ -124,24 +128,45 @@ def start_wrk(url: str, script: Path, clients: int, seconds: int) -> subprocess.
          url], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def wrk_result(proc: subprocess.Popen[str], cpu_before: float, app: Appliance,
+@dataclass
+class CpuMeter:
+    """CPU seconds so far of the appliance (all its processes), of its API workers alone and
+    of PostgreSQL (the postmaster and its backends, living or ended)."""
+
+    app: Appliance
+    postmaster: int
+
+    def read(self) -> dict[str, float]:
+        split = self.app.cpu_split()
+        return {"appliance": self.app.cpu_seconds(), "workers": split["api_workers"],
+                "postgres": tree_cpu_seconds(self.postmaster)}
+
+
+def wrk_result(proc: subprocess.Popen[str], meter: CpuMeter, before: dict[str, float],
                load: float, steal: MachineMeter) -> dict[str, Any]:
     out, _ = proc.communicate(timeout=300)
-    cpu = app.cpu_seconds() - cpu_before
+    after = meter.read()
     steal_pct = steal.steal_percent()
     lines = [line for line in out.splitlines() if line.startswith("WRK ")]
     if proc.returncode != 0 or not lines:
         raise BenchError(f"wrk exited {proc.returncode}: {out[-400:]}")
     raw = json.loads(lines[-1][4:])
-    if raw["non_2xx"] or raw["socket_errors"]:
-        raise BenchError(f"wrk: {raw['non_2xx']} non-2xx replies, {raw['socket_errors']} "
-                         "socket errors")
     seconds = raw["duration_us"] / 1e6
+    count = max(raw["requests"], 1)
+
+    def per_request(part: str) -> int:
+        return round((after[part] - before[part]) / count * 1e6)
+
     return {"requests": raw["requests"], "req_per_s": round(raw["requests"] / seconds, 1),
             "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
             "max_ms": raw["max_us"] / 1000,
-            "cpu_us_per_request": round(cpu / raw["requests"] * 1e6), "load": round(load, 2),
-            "steal_pct": steal_pct}
+            "cpu_us_per_request": per_request("appliance"),
+            "workers_cpu_us_per_request": per_request("workers"),
+            "postgres_cpu_us_per_request": per_request("postgres"),
+            "non_2xx": raw["non_2xx"], "socket_errors": raw["socket_errors"],
+            # Every answer must be a 2xx: a run with a refusal measured something else.
+            "valid": not raw["non_2xx"] and not raw["socket_errors"],
+            "load": round(load, 2), "steal_pct": steal_pct}
 
 
 def connections_by_process(port: int) -> list[int]:
@@ -166,27 +191,48 @@ def settled(port: int, seconds: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def api_run(app: Appliance, script: Path, clients: int, seconds: int) -> dict[str, Any]:
+def api_run(app: Appliance, meter: CpuMeter, script: Path, clients: int,
+            seconds: int) -> dict[str, Any]:
     settled(app.api_port)
     load = os.getloadavg()[0]
-    cpu = app.cpu_seconds()
+    before = meter.read()
     steal = MachineMeter().start()
     wrk = start_wrk(app.base + PATH, script, clients, seconds)
     time.sleep(min(1.0, seconds / 2))
     split = connections_by_process(app.api_port)
-    return {**wrk_result(wrk, cpu, app, load, steal), "split": split}
+    return {**wrk_result(wrk, meter, before, load, steal), "split": split}
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
-    values = [r[key] for r in runs if r.get(key) is not None]
+    values = [r[key] for r in runs if r.get(key) is not None and r.get("valid", True)]
     return round(statistics.median(values), 2) if values else None
+
+
+def invalid_runs(report: dict[str, Any]) -> list[str]:
+    """The runs that had a non-2xx answer or a socket error, named."""
+    return [f"{key} run {n}: {r['non_2xx']} non-2xx, {r['socket_errors']} socket errors"
+            for key, runs in report.get("api", {}).items()
+            for n, r in enumerate(runs, 1) if not r.get("valid", True)]
 
 
 def _line(label: str, r: dict[str, Any]) -> str:
     split = "/".join(map(str, r.get("split", []))) or "-"
+    verdict = "" if r["valid"] else (f"  INVALID: {r['non_2xx']} non-2xx, "
+                                     f"{r['socket_errors']} socket errors")
     return (f"  {label:<26} {r['req_per_s']:>9.1f} req/s  p50 {r['p50_ms']:6.2f} ms  "
-            f"p99 {r['p99_ms']:7.2f} ms  CPU {r['cpu_us_per_request']:>5} µs/req  "
-            f"connections {split:<7} load {r['load']:.1f}  steal {_pct(r.get('steal_pct'))}")
+            f"p99 {r['p99_ms']:7.2f} ms  CPU {r['cpu_us_per_request']:>5} µs/req (workers "
+            f"{r['workers_cpu_us_per_request']:>5}, PostgreSQL "
+            f"{r['postgres_cpu_us_per_request']:>4})  connections {split:<7} "
+            f"load {r['load']:.1f}  steal {_pct(r.get('steal_pct'))}{verdict}")
+
+
+# The table's figures (medians of the valid runs) and their widths, in column order.
+COLUMNS = (("req_per_s", 9), ("p50_ms", 7), ("p99_ms", 7), ("cpu_us_per_request", 10),
+           ("workers_cpu_us_per_request", 8), ("postgres_cpu_us_per_request", 8))
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _pct(value: float | None) -> str:
@@ -209,22 +255,23 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"path": PATH, "duration_s": args.duration, "runs": args.runs,
                               "api": {}, "dhcp": {}}
     script = work / "token.lua"
+    meter = CpuMeter(app, pg.server.process.pid)
     try:
         with running(app):
             token = seed(app)
             script.write_text(LUA % token)
             wait_dhcp(sock, server)
-            api_run(app, script, 8, 2)  # warm: connections, prepared statements
+            api_run(app, meter, script, 8, 2)  # warm: connections, prepared statements
             print(f"GET /api/v1{PATH}, keep-alive clients, {args.duration} s per run "
                   f"(median of {args.runs}):", flush=True)
             for clients in (1, 8):
-                runs = [api_run(app, script, clients, args.duration) for _ in range(args.runs)]
+                runs = [api_run(app, meter, script, clients, args.duration) for _ in range(args.runs)]
                 report["api"][f"c{clients}"] = runs
                 for n, r in enumerate(runs, 1):
                     print(_line(f"{clients} client(s), run {n}", r), flush=True)
             paced = work / "paced.lua"
             paced.write_text(LUA % token + PACED_LUA % {"rate": args.paced_rate})
-            runs = [api_run(app, paced, 8, args.duration) for _ in range(args.runs)]
+            runs = [api_run(app, meter, paced, 8, args.duration) for _ in range(args.runs)]
             report["api"]["c8_paced"] = runs
             report["paced_rate"] = args.paced_rate
             for n, r in enumerate(runs, 1):
@@ -251,13 +298,13 @@ def bench(args: argparse.Namespace, pg: Pg, work: Path) -> dict[str, Any]:
                                        rate=half, seconds=seconds + 10))
                 client += count
                 load = os.getloadavg()[0]
-                cpu = app.cpu_seconds()
+                before = meter.read()
                 steal = MachineMeter().start()
                 wrk = start_wrk(app.base + PATH, script, 8, seconds)
                 with_api.append(dora_load(sock, server, count, client, 256, False,
                                           rate=half, seconds=seconds + 10))
                 client += count
-                api_with_dhcp.append(wrk_result(wrk, cpu, app, load, steal))
+                api_with_dhcp.append(wrk_result(wrk, meter, before, load, steal))
                 print(f"  DHCP alone {alone[-1]['dora_per_s']} DORA/s, with the API "
                       f"{with_api[-1]['dora_per_s']} DORA/s (abandoned "
                       f"{alone[-1]['abandoned']}/{with_api[-1]['abandoned']})", flush=True)
@@ -273,17 +320,18 @@ def table(report: dict[str, Any]) -> str:
     api, dhcp = report["api"], report["dhcp"]
     rows = [f"API: GET /api/v1{report['path']} (plain HTTP/1.1 on loopback, bearer token), "
             f"median of {report['runs']} runs of {report['duration_s']} s",
+            "  CPU µs/req: all of the appliance's processes, its API workers alone, PostgreSQL "
+            "(with DHCP running, PostgreSQL's figure holds the DHCP commits too)",
             f"  {'clients':<22} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10} "
-            f"{'steal%':>6}"]
+            f"{'workers':>8} {'postgres':>8} {'steal%':>6}"]
     paced = f"8, offered {report.get('paced_rate', '-')}/s"
     for key, label in (("c1", "1"), ("c8", "8"), ("c8_paced", paced),
                        ("c8_with_dhcp", "8, DHCP at half")):
         runs = api.get(key) or []
         if runs:
-            rows.append(f"  {label:<22} {median_of(runs, 'req_per_s'):>9} "
-                        f"{median_of(runs, 'p50_ms'):>7} {median_of(runs, 'p99_ms'):>7} "
-                        f"{median_of(runs, 'cpu_us_per_request'):>10} "
-                        f"{_pct(median_of(runs, 'steal_pct')):>6}")
+            cells = [f"{_cell(median_of(runs, key)):>{width}}" for key, width in COLUMNS]
+            rows.append(f"  {label:<22} " + " ".join(cells) +
+                        f" {_pct(median_of(runs, 'steal_pct')):>6}")
     c1, c8 = median_of(api.get("c1", []), "req_per_s"), median_of(api.get("c8", []), "req_per_s")
     both = median_of(api.get("c8_with_dhcp", []), "req_per_s")
     rows.append("  steal%: the host's share of this VM's CPU time during the runs "
@@ -291,6 +339,10 @@ def table(report: dict[str, Any]) -> str:
                 "phases without steal happen too: compare CPU µs/req)")
     rows.append(f"  ratio 8 clients / 1 client: {_ratio(c8, c1)}; "
                 f"8 clients with DHCP / alone: {_ratio(both, c8)}")
+    invalid = invalid_runs(report)
+    if invalid:
+        rows.append(f"  INVALID: {len(invalid)} run(s) had answers other than 2xx, left out "
+                    "of the medians: " + "; ".join(invalid))
     if dhcp.get("alone"):
         alone = median_of(dhcp["alone"], "dora_per_s")
         with_api = median_of(dhcp["with_api"], "dora_per_s")
@@ -346,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     print("\n" + text)
     print(f"written to {out.relative_to(ROOT)}")
-    return 0
+    return 1 if invalid_runs(report) else 0
 
 
 if __name__ == "__main__":
