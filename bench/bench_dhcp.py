@@ -412,14 +412,17 @@ def row(r: Result, at: dict[str, Result]) -> str:
 
 
 def latency_summary(results: list[Result], servers: list[str]) -> list[str]:
-    """p50/p99 DORA latency and CPU per DORA at the latency rates, and ipamd's ratios."""
+    """Average, p50 and p99 DORA latency and CPU per DORA at the latency rates, and ipamd's
+    ratios. The average comes first: it is what a client waits for, and the issue's target
+    (a tail of slow commits moves it and hides in the p50)."""
     rows = []
     for rate in LATENCY_RATES:
         at = {r.server: r for r in results if r.rate == rate and not r.overload}
         if not at:
             continue
-        cells = [f"{s} p50 {fmt(at[s].p50_ms, 2)} p99 {fmt(at[s].p99_ms, 1)} ms, "
-                 f"{fmt(at[s].cpu_us, 0)} us CPU" for s in servers if s in at]
+        cells = [f"{s} avg {fmt(at[s].avg_ms, 2)} p50 {fmt(at[s].p50_ms, 2)} "
+                 f"p99 {fmt(at[s].p99_ms, 1)} ms, {fmt(at[s].cpu_us, 0)} us CPU"
+                 for s in servers if s in at]
         rows.append(f"  at {rate}/s: " + "; ".join(cells))
         mine = at.get("ipamd")
         for peer in ("kea-pg", "kea-mem", "kea-pg-mt"):
@@ -431,9 +434,32 @@ def latency_summary(results: list[Result], servers: list[str]) -> list[str]:
                 rows.append(f"    ipamd / {peer}: not comparable, " + "; ".join(
                     f"{r.server} achieved {fmt(r.dora_per_s, 1)} of {rate}/s" for r in behind))
                 continue
-            rows.append(f"    ipamd / {peer}: p50 {ratio(mine.p50_ms, theirs.p50_ms)}, "
+            rows.append(f"    ipamd / {peer}: avg {ratio(mine.avg_ms, theirs.avg_ms)}, "
+                        f"p50 {ratio(mine.p50_ms, theirs.p50_ms)}, "
                         f"p99 {ratio(mine.p99_ms, theirs.p99_ms)}, "
                         f"CPU per DORA {ratio(mine.cpu_us, theirs.cpu_us)}")
+    return rows
+
+
+def client_drop_summary(results: list[Result], servers: list[str]) -> list[str]:
+    """Per server, the datagrams lost at perfdhcp's socket (answered, never read: ``ovfl``
+    rly) and at the server's own, over the sweep's steps at or below its zero-drop rate,
+    with the steps where the client's socket lost any: at those rates none may be lost
+    there, whatever the server's own socket did."""
+    rows = []
+    for server in servers:
+        best = best_clean(results, server)
+        if best is None:
+            continue
+        steps = [r for r in results if r.server == server and not r.overload
+                 and r.rate <= best.rate]
+        lossy = [r.rate for r in steps if r.overflow_rly]
+        plural = "" if len(steps) == 1 else "s"
+        rows.append(f"  {server:<10} up to {best.rate}/s ({len(steps)} step{plural}): "
+                    f"client socket {sum(r.overflow_rly for r in steps)}, server socket "
+                    f"{sum(r.overflow_srv for r in steps)}"
+                    + (f"; client losses at {', '.join(f'{rate}/s' for rate in lossy)}"
+                       if lossy else ""))
     return rows
 
 
@@ -507,6 +533,11 @@ def table(results: list[Result], servers: list[str]) -> str:
                              theirs.dora_per_s if theirs else None)
                 parts.append(f"{label} {both}")
             rows.append(f"  ipamd / {peer}: " + ", ".join(parts))
+    clients = client_drop_summary(results, servers)
+    if clients:
+        rows.append("datagrams lost to a full socket buffer at or below the zero-drop rate "
+                    "(client: perfdhcp's, answered but never read; server: its own):")
+        rows += clients
     rows += ping_summary(results, servers)
     latency = latency_summary(results, servers)
     if latency:

@@ -130,12 +130,40 @@ def test_core_times_of_a_process_grow_and_of_a_gone_one_are_none() -> None:
 def test_latency_ratio_only_between_servers_that_kept_the_rate() -> None:
     from bench.bench_dhcp import Result, latency_summary
 
-    ipamd = Result("ipamd", 1000, dora_per_s=999.9, p50_ms=1.2, p99_ms=6.0, cpu_us=800)
-    kept = Result("kea-mem", 1000, dora_per_s=999.9, p50_ms=0.4, p99_ms=0.7, cpu_us=200)
-    behind = Result("kea-pg", 1000, dora_per_s=716.6, p50_ms=164.2, p99_ms=300, cpu_us=950)
+    ipamd = Result("ipamd", 1000, dora_per_s=999.9, avg_ms=2.0, p50_ms=1.2, p99_ms=6.0,
+                   cpu_us=800)
+    kept = Result("kea-mem", 1000, dora_per_s=999.9, avg_ms=0.5, p50_ms=0.4, p99_ms=0.7,
+                  cpu_us=200)
+    behind = Result("kea-pg", 1000, dora_per_s=716.6, avg_ms=170.0, p50_ms=164.2, p99_ms=300,
+                    cpu_us=950)
     rows = latency_summary([ipamd, kept, behind], ["kea-pg", "kea-mem", "ipamd"])
     assert "    ipamd / kea-pg: not comparable, kea-pg achieved 716.6 of 1000/s" in rows
-    assert any(row.startswith("    ipamd / kea-mem: p50 3.00x") for row in rows)
+    assert "    ipamd / kea-mem: avg 4.00x, p50 3.00x, p99 8.57x, CPU per DORA 4.00x" in rows
+    # Every server's average beside its p50 and p99.
+    assert rows[0] == ("  at 1000/s: kea-pg avg 170.00 p50 164.20 p99 300.0 ms, 950 us CPU; "
+                       "kea-mem avg 0.50 p50 0.40 p99 0.7 ms, 200 us CPU; "
+                       "ipamd avg 2.00 p50 1.20 p99 6.0 ms, 800 us CPU")
+
+
+def test_client_socket_losses_are_counted_apart_up_to_the_zero_drop_rate() -> None:
+    from bench.bench_dhcp import Result, client_drop_summary
+
+    results = [
+        Result("ipamd", 1000, dora_per_s=1000.0, sent=20000, overflow_rly=3, drops_ra=3),
+        Result("ipamd", 2000, dora_per_s=2000.0, sent=40000),  # its zero-drop rate
+        Result("ipamd", 3000, dora_per_s=2990.0, sent=60000, drops_ra=100, overflow_rly=90),
+        Result("ipamd", 6000, dora_per_s=2990.0, sent=60000, overload=True, overflow_rly=9),
+        Result("kea-mem", 1000, dora_per_s=1000.0, sent=20000, overflow_srv=0),
+        Result("kea-mem", 2000, dora_per_s=1990.0, sent=40000, drops_do=7, overflow_srv=7),
+        Result("kea-pg", 1000, dora_per_s=700.0, sent=20000, drops_do=10),  # never clean
+    ]
+    rows = client_drop_summary(results, ["kea-pg", "kea-mem", "ipamd"])
+    # Above the zero-drop rate and at twice the ceiling: not counted; kea-pg: no such rate.
+    assert rows == [
+        "  kea-mem    up to 1000/s (1 step): client socket 0, server socket 0",
+        "  ipamd      up to 2000/s (2 steps): client socket 3, server socket 0; "
+        "client losses at 1000/s",
+    ]
 
 
 def test_the_sweep_goes_rate_by_rate_each_rate_starting_one_server_later() -> None:
