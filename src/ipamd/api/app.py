@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
-import uuid
 from typing import Any
 
 import trio
@@ -15,6 +13,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from ipamd.api import auth, console, idempotency, openapi
+from ipamd.api.direct import Direct, failure, log_access, request_id
 from ipamd.api.errors import CODES, ApiError, envelope, from_domain
 from ipamd.api.ratelimit import retry_after
 from ipamd.api.router import (
@@ -59,11 +58,9 @@ from ipamd.api.workers import Limiter, LocalLimits
 from ipamd.core import jsonutil
 from ipamd.core.errors import DomainError
 from ipamd.core.histogram import ApiLatency
-from ipamd.db.outage import is_connection_loss
 from ipamd.state import AppState
 
 API_PREFIX = "/api/v1"
-access_log = logging.getLogger("ipamd.access")
 log = logging.getLogger("ipamd.api")
 
 # Every router of the API; a module added here is served and documented.
@@ -81,7 +78,6 @@ ROUTERS += [
 ROUTERS += [pd_pools.router]  # IPv6 prefix delegation (docs/dhcpv6.md)
 ROUTERS += [shared_networks.router]  # several subnets on one link (docs/api-ipam.md)
 
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # A request's scope extension (Gate): set once its body may be read.
 BODY_WANTED = "ipamd.body_wanted"
 
@@ -136,20 +132,6 @@ def _error_response(error: ApiError) -> Response:
     return render(error.body(), error.status, error.headers)
 
 
-def _request_id(incoming: str | None) -> str:
-    """The client's X-Request-Id when it is a sane one, else a new one."""
-    return incoming if incoming is not None and _REQUEST_ID.match(incoming) else uuid.uuid4().hex
-
-
-def _log_access(request_id: str | None, method: str, path: str, status: int, started: float,
-                remote: str | None, actor: str | None) -> None:
-    access_log.info(json.dumps(
-        {"request_id": request_id, "method": method, "path": path, "status": status,
-         "ms": round((time.perf_counter() - started) * 1000, 2), "remote": remote,
-         "actor": actor},
-        separators=(",", ":")))
-
-
 class Gate:
     """What is decided before Quart sees a request (docs/security.md, "The HTTP face").
 
@@ -158,7 +140,8 @@ class Gate:
     request context, body read or handler. Its 429 is the one Quart gave: the error
     envelope, Retry-After, and the headers ``_end`` adds; the body is not read (api/http1.py
     then closes a connection whose request had one). Route-specific limits
-    (``RouteSpec.rate_limit_per_minute``) stay in the view.
+    (``RouteSpec.rate_limit_per_minute``) stay in the view. A plain GET of a route without
+    path parameters is then answered by ``direct`` (api/direct.py) without Quart.
 
     A request with `Expect: 100-continue` gets its 100 when the app first reads the body
     (api/http1.py), and Quart reads at once, before the view has authorized anything: here
@@ -166,11 +149,12 @@ class Gate:
     request refused before (401, 403, 404, ...) is never told to send its body."""
 
     def __init__(self, inner: Any, state: AppState, limiter: Limiter,
-                 latency: ApiLatency) -> None:
+                 latency: ApiLatency, direct: Direct) -> None:
         self.inner = inner
         self.state = state
         self.limiter = limiter
         self.latency = latency
+        self.direct = direct
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -183,6 +167,10 @@ class Gate:
                 if wait is not None:
                     await self._refuse(scope, send, remote, limit, wait, started)
                     return
+            headers = self.direct.takes(scope)
+            if headers is not None:
+                await self.direct.answer(scope, headers, send, started)
+                return
             if scope.get("http_version") == "1.1" and any(
                     name == b"expect" and value.lower() == b"100-continue"
                     for name, value in scope["headers"]):
@@ -196,20 +184,20 @@ class Gate:
                       wait: float, started: float) -> None:
         error = ApiError(429, f"more than {limit} requests a minute from this address")
         body = jsonutil.dumps(error.body()).encode()
-        request_id = _request_id(next((value.decode("latin-1") for name, value
-                                       in scope["headers"] if name == b"x-request-id"), None))
+        rid = request_id(next((value.decode("latin-1") for name, value
+                               in scope["headers"] if name == b"x-request-id"), None))
         await send({"type": "http.response.start", "status": 429, "headers": [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"retry-after", retry_after(wait).encode()),
-            (b"x-request-id", request_id.encode()),
+            (b"x-request-id", rid.encode()),
             (b"cache-control", b"no-store"),
             (b"x-content-type-options", b"nosniff")]})
         await send({"type": "http.response.body", "body": body})
         self.latency.observe(scope["method"], "rate_limited", 429,
                              time.perf_counter() - started)
         if self.state.config.logging.access_log:
-            _log_access(request_id, scope["method"], scope["path"], 429, started, remote, None)
+            log_access(rid, scope["method"], scope["path"], 429, started, remote, None)
 
 
 def _when_wanted(wanted: trio.Event, receive: Any) -> Any:
@@ -249,7 +237,9 @@ def create_app(
     if state.config.api.console_enabled:
         console.install(app)  # the browser console's static files at / (docs/console.md)
     # ASGI middleware goes in place of Quart's asgi_app, Quart's documented way.
-    gate = Gate(app.asgi_app, state, limiter, latency)
+    direct = Direct(state, tokens_seen, latency,
+                    [(API_PREFIX + route.path, route) for route in all_routes()])
+    gate = Gate(app.asgi_app, state, limiter, latency, direct)
     app.asgi_app = gate  # type: ignore[method-assign,assignment]  # middleware, as Quart documents
     return app
 
@@ -260,7 +250,7 @@ def _install_request_hooks(app: QuartTrio, state: AppState, latency: ApiLatency)
     @app.before_request
     async def _begin() -> Response | None:
         g.started = time.perf_counter()
-        g.request_id = _request_id(_header("X-Request-Id"))
+        g.request_id = request_id(_header("X-Request-Id"))
         g.actor = None
         remote = request.remote_addr or ""
         g.loopback = auth.is_loopback(remote)
@@ -277,7 +267,7 @@ def _install_request_hooks(app: QuartTrio, state: AppState, latency: ApiLatency)
         latency.observe(request.method, rule, response.status_code,
                         time.perf_counter() - started)
         if state.config.logging.access_log:
-            _log_access(getattr(g, "request_id", None), request.method, request.path,
+            log_access(getattr(g, "request_id", None), request.method, request.path,
                         response.status_code, started, request.remote_addr,
                         getattr(g, "actor", None))
         return response
@@ -300,16 +290,7 @@ def _install_error_handlers(app: QuartTrio, state: AppState) -> None:
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
-        if is_connection_loss(error):
-            # A restart or failover, not a bug: no traceback (the Database's Outage logged it
-            # once), and the client is told to come back shortly.
-            return render(envelope("unavailable", "the database is unreachable; retry shortly"),
-                          503, {"Retry-After": "2"})
-        log.exception("request %s failed", getattr(g, "request_id", "?"))
-        return render(
-            envelope("internal", f"internal error (request id {getattr(g, 'request_id', '?')})"),
-            500,
-        )
+        return render(*failure(error, getattr(g, "request_id", "?")))
 
 
 def _http_error_response(error: HTTPException, max_body_bytes: int) -> Response:

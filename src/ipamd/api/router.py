@@ -82,6 +82,13 @@ class Caller:
         return "bootstrap:loopback"
 
 
+@dataclass(frozen=True)
+class RawJson:
+    """A reply body that is JSON text already (a list page spliced from rendered rows)."""
+
+    text: str
+
+
 @dataclass
 class Reply:
     body: Any
@@ -275,6 +282,8 @@ async def parse_body(model: type[M] | None) -> tuple[Any, Any]:
 def render(value: Any, status: int, headers: dict[str, str] | None = None) -> Response:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
+    if isinstance(value, RawJson):
+        return json_response(value.text, status, headers)
     text = "" if value is None and status == 204 else jsonutil.dumps(value)
     return json_response(text, status, headers)
 

@@ -6,11 +6,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from quart import Response
-
 from ipamd.api import paging
 from ipamd.api.errors import not_found
-from ipamd.api.router import RequestContext, json_response
+from ipamd.api.router import RawJson, Reply, RequestContext
 
 # A list unit: unit(conn, *filters, after_id, limit) -> rows (limit + 1 of them at most).
 ListUnit = Callable[..., Awaitable[Any]]
@@ -30,10 +28,10 @@ async def by_id(ctx: RequestContext, unit: ListUnit, *filters: Any) -> dict[str,
     return paging.page(rows, limit, key=lambda r: [r["id"]])
 
 
-async def by_id_rendered(ctx: RequestContext, unit: ListUnit, *filters: Any) -> Response:
+async def by_id_rendered(ctx: RequestContext, unit: ListUnit, *filters: Any) -> Reply:
     """``by_id`` for a unit that returns (id, the item as JSON text) rows."""
     rows, limit = await _rows(ctx, unit, *filters)
-    return json_response(paging.page_text(rows, limit), 200)
+    return Reply(RawJson(paging.page_text(rows, limit)), 200)
 
 
 async def of_subnet(

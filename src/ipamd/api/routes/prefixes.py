@@ -6,7 +6,6 @@ import uuid
 from typing import Any, Literal
 
 from pydantic import Field
-from quart import Response
 
 from ipamd.api import paging
 from ipamd.api.router import Body, Reply, RequestContext, Router
@@ -54,7 +53,7 @@ async def create_prefix(ctx: RequestContext) -> Reply:
     "GET", "/prefixes", role="viewer", summary="List prefixes",
     query=PrefixQuery, response=Page[PrefixListItem], errors=(400, 401, 403),
 )
-async def list_prefixes(ctx: RequestContext) -> Response:
+async def list_prefixes(ctx: RequestContext) -> Reply:
     q = ctx.query_as(PrefixQuery)
     filters = prefixes.Filters(tenant_id=q.tenant_id, cidr=q.cidr, contains=q.contains,
                                within=q.within)
