@@ -660,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                       pg_proc=pg_proc, kea_severity=args.kea_log,
                       ipamd_dhcp=args.ipamd_dhcp_pairs)
             template = (ipamd_template(rig, lambda name: ipamd_config(rig, name))
-                        if "ipamd" in args.server_list else None)
+                        if set(IPAMD_SERVERS) & set(args.server_list) else None)
             silent: set[str] = set()
             for server, rate in sweep_order(args.server_list, args.rate_list):
                 if server in silent:

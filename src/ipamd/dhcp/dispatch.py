@@ -221,11 +221,17 @@ class Dispatch:
 
     def probed(self, tx: Exchange, probe: Probe, result: int) -> None:
         """A ping check's probe ended (``pingcheck.SILENT``, ``ANSWERED``, ``UNCHECKED``):
-        decide again for its client and queue or commit what that gives (the caller flushes
-        ``out`` once for the probes that ended together)."""
+        decide again for its client and queue or commit what that gives (the caller sends
+        the answers, ``send_committed``, once for the probes that ended together)."""
         tx.born = _monotonic()  # the wait for the echo is not a wait for the committer
         try:
-            self._route(tx, after_probe(tx, self.env, probe, result))
+            outcome = after_probe(tx, self.env, probe, result)
+            if isinstance(outcome, DhcpReply):
+                # With the answers queued: a stalled loop ends many probes together, and
+                # their Offers at once would overflow a relay as a batch's Acks would.
+                self.replies.append((tx, outcome))
+            else:
+                self._route(tx, outcome)
         except Exception:
             self.on_error(tx.msg)
 
@@ -269,7 +275,8 @@ class Dispatch:
         return granted
 
     def send_committed(self) -> None:
-        """Send the answers of a committed batch: at once when few, else paced."""
+        """Send the answers queued (a committed batch's, the Offers of probes that ended
+        together): at once when few, else paced."""
         if not self.pacing and len(self.replies) <= REPLY_BURST:
             for tx, reply in self.replies:
                 self.send(tx, reply)

@@ -1,12 +1,16 @@
 """The ping check's probes: one ICMP socket, many echoes outstanding, none blocking DHCP.
 
 The engine decides that an address needs a probe (``dhcp/pingcheck.py``) and the server's
-packet path hands it here (``start``, synchronous: it only sends). Replies are read by one
-task and matched by sequence number, source and data (an echo that comes late, or from
-elsewhere, matches nothing); a second task ends the probes whose time is up. Each end is
-reported to ``on_done`` (the server's packet path: the Offer, or the conflict's hold and
-another pick), so other clients' exchanges go on while any number of probes wait, and the
-memory held is bounded by ``dhcp.ping_max_outstanding`` probes.
+packet path hands it here (``start``, synchronous: it only queues the echo). One task ships
+the queued echoes to a worker thread, a batch at a time: a send costs the kernel ~20 µs
+(route look-up, the link, on a veth the receiving side too) that the thread spends off the
+packet path's core, with the interpreter's lock released. Replies are read by another task
+and matched by sequence number, source and data (an echo that comes late, or from elsewhere,
+matches nothing); a third task ends the probes whose time is up, counted from the echo's
+hand-over to the thread. Each end is reported to ``on_done`` (the server's packet path: the
+Offer, or the conflict's hold and another pick), so other clients' exchanges go on while any
+number of probes wait, and the memory held is bounded by ``dhcp.ping_max_outstanding``
+probes.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ READ_EVERY = 64  # replies read before the receive task lets other tasks run
 BATCH_SECONDS = 0.005
 
 Done = Callable[[Exchange, Probe, int], None]  # (the client's exchange, its probe, result)
+# An echo queued for the sender thread: (message, target, source, sequence, serial).
+Echo = tuple[bytes, int, int, int, int]
 
 
 class _Outstanding:
@@ -64,7 +70,9 @@ class Pinger:
         self._outstanding: dict[int, _Outstanding] = {}  # by sequence number
         self._deadlines: list[tuple[float, int, int]] = []  # (deadline, serial, seq)
         self._unsent: list[tuple[Exchange, Probe]] = []  # ended unchecked, reported by a task
+        self._queued: list[Echo] = []  # for the sender thread's next batch
         self._wake = trio.Event()
+        self._ship_wake = trio.Event()
         self._opened = trio.Event()
 
     def __len__(self) -> int:
@@ -73,30 +81,23 @@ class Pinger:
     # ------------------------------------------------------------------ the packet path's side
 
     def start(self, tx: Exchange, probe: Probe) -> None:
-        """Send an echo to ``probe.ip`` from ``probe.source``; its end is reported later,
+        """Queue an echo to ``probe.ip`` from ``probe.source``; its end is reported later,
         never from within this call."""
         gate = self.gate
         gate.outcomes["sent"] += 1
         if self.sock is None and not self.open():
             self._unchecked(tx, probe)
             return
-        sock = self.sock
-        assert sock is not None  # open above
         self._serial += 1
+        serial = self._serial
         seq = self._next_seq()
-        data = self._token + self._serial.to_bytes(8, "big")
-        try:
-            icmp.send_echo(sock, icmp.echo_request(self._ident, seq, data), probe.ip,
-                           probe.source)
-        except OSError as error:  # no route, a full buffer: offered unprobed, counted
-            log.debug("ping %s: %s", probe.ip, error)
-            self._unchecked(tx, probe)
-            return
-        self._outstanding[seq] = _Outstanding(tx, probe, self._serial, data)
-        deadline = trio.current_time() + probe.timeout
-        heapq.heappush(self._deadlines, (deadline, self._serial, seq))
-        if self._deadlines[0][1] == self._serial:
-            self._wake.set()  # the earliest deadline moved
+        data = self._token + serial.to_bytes(8, "big")
+        self._outstanding[seq] = _Outstanding(tx, probe, serial, data)
+        queued = self._queued
+        queued.append((icmp.echo_request(self._ident, seq, data), probe.ip, probe.source,
+                       seq, serial))
+        if len(queued) == 1:
+            self._ship_wake.set()
 
     def _next_seq(self) -> int:
         seq = self._seq
@@ -139,10 +140,40 @@ class Pinger:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._expire)
                 nursery.start_soon(self._receive)
+                nursery.start_soon(self._ship)
                 task_status.started()
         finally:
             if self.sock is not None:
                 self.sock.close()
+
+    async def _ship(self) -> None:
+        """Hand the queued echoes to a worker thread, one batch at a time (those queued
+        meanwhile make the next); each probe's timeout runs from its hand-over."""
+        while True:
+            await self._ship_wake.wait()
+            self._ship_wake = trio.Event()
+            batch, self._queued = self._queued, []
+            if not batch:
+                continue
+            sock = self.sock
+            assert sock is not None  # echoes are queued only once it is open
+            self._deadlines_from(batch, trio.current_time())
+            failed = await trio.to_thread.run_sync(_send_all, sock, batch)
+            for seq, serial in failed:
+                found = self._outstanding.get(seq)
+                if found is not None and found.serial == serial:
+                    del self._outstanding[seq]
+                    self._unchecked(found.tx, found.probe)
+
+    def _deadlines_from(self, batch: list[Echo], now: float) -> None:
+        deadlines = self._deadlines
+        earliest = deadlines[0][0] if deadlines else math.inf
+        for _packet, _target, _source, seq, serial in batch:
+            found = self._outstanding.get(seq)
+            if found is not None and found.serial == serial:
+                heapq.heappush(deadlines, (now + found.probe.timeout, serial, seq))
+        if deadlines and deadlines[0][0] < earliest:
+            self._wake.set()  # the earliest deadline moved
 
     async def _expire(self) -> None:
         while True:
@@ -155,6 +186,10 @@ class Pinger:
                 self.gate.outcomes["unchecked"] += 1
                 self._report(tx, probe, UNCHECKED)
             now = trio.current_time()
+            if self._deadlines and self._deadlines[0][0] <= now:
+                # Replies already here first: a loop that ran late must not call silent a
+                # host whose answer came in time (its reply task may run after this one).
+                self._read_replies()
             while self._deadlines and self._deadlines[0][0] <= now:
                 _deadline, serial, seq = heapq.heappop(self._deadlines)
                 found = self._outstanding.get(seq)
@@ -168,23 +203,30 @@ class Pinger:
         await self._opened.wait()
         sock = self.sock
         assert sock is not None  # open once _opened is set
-        raw = self.kind == "raw"
         while True:
             await trio.lowlevel.wait_readable(sock)
-            for _ in range(READ_EVERY):
-                try:
-                    packet, addr = sock.recvfrom(2048)
-                except BlockingIOError:
-                    break
-                except OSError as error:  # an ICMP error queued on a dgram socket
-                    log.debug("ping receive: %s", error)
-                    continue
-                source = int.from_bytes(socket.inet_aton(addr[0]), "big")
-                echo = icmp.parse_reply(packet, source, ip_header=raw)
-                if echo is not None:
-                    self._matched(echo, raw)
+            self._read_replies()
             self._after()
             await trio.lowlevel.checkpoint()
+
+    def _read_replies(self) -> None:
+        """Match the echo replies waiting in the socket (at most READ_EVERY)."""
+        sock = self.sock
+        if sock is None:
+            return
+        raw = self.kind == "raw"
+        for _ in range(READ_EVERY):
+            try:
+                packet, addr = sock.recvfrom(2048)
+            except BlockingIOError:
+                return
+            except OSError as error:  # an ICMP error queued on a dgram socket
+                log.debug("ping receive: %s", error)
+                continue
+            source = int.from_bytes(socket.inet_aton(addr[0]), "big")
+            echo = icmp.parse_reply(packet, source, ip_header=raw)
+            if echo is not None:
+                self._matched(echo, raw)
 
     def _matched(self, echo: icmp.Echo, raw: bool) -> None:
         found = self._outstanding.get(echo.seq)
@@ -207,3 +249,16 @@ class Pinger:
             self.on_done(tx, probe, result)
         except Exception:  # the packet path logs its own; this keeps the tasks alive
             log.exception("ping check: reporting a probe's end failed")
+
+
+def _send_all(sock: socket.socket, batch: list[Echo]) -> list[tuple[int, int]]:
+    """The sender thread's work: each echo of ``batch``; (sequence, serial) of those the
+    kernel refused (no route, a full buffer: offered unprobed, counted)."""
+    failed = []
+    for packet, target, source, seq, serial in batch:
+        try:
+            icmp.send_echo(sock, packet, target, source)
+        except OSError as error:
+            log.debug("ping %s: %s", target, error)
+            failed.append((seq, serial))
+    return failed

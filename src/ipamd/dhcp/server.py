@@ -200,7 +200,8 @@ class DhcpServer:
 
     def _probes_reported(self) -> None:
         """After the probes that ended together: their Offers out in as few sends as may
-        be, conflicts' holds to the database."""
+        be (paced when many, as a batch's Acks), conflicts' holds to the database."""
+        self.dispatch.send_committed()
         self.dispatch.out.flush()
         self.committer.kick()
 

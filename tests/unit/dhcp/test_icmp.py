@@ -73,15 +73,28 @@ class _Socket:
 
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, tuple[str, int]]] = []
+        self.replies: list[tuple[bytes, tuple[str, int]]] = []  # what recvfrom hands out
 
     def sendto(self, data: bytes, dest: tuple[str, int]) -> None:
         self.sent.append((data, dest))
+
+    def recvfrom(self, size: int) -> tuple[bytes, tuple[str, int]]:
+        if not self.replies:
+            raise BlockingIOError
+        return self.replies.pop(0)
 
     def close(self) -> None:
         pass
 
 
 SUBNET = uuid.UUID("0192f000-0000-7000-8000-000000000001")
+
+
+async def _sent(sock: _Socket, count: int) -> None:
+    """Until the sender thread has sent ``count`` echoes (bounded: 5 s)."""
+    with trio.fail_after(5):
+        while len(sock.sent) < count:
+            await trio.sleep(0.001)
 
 
 async def test_a_reply_matches_only_its_probe_by_sequence_source_and_data() -> None:
@@ -91,7 +104,12 @@ async def test_a_reply_matches_only_its_probe_by_sequence_source_and_data() -> N
     pinger.sock, pinger.kind = _Socket(), "raw"
     target = ip("10.77.1.10")
     gate.begin(SUBNET, target)
-    pinger.start("client", Probe(SUBNET, target, 0, 5.0))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pinger._ship)
+        pinger.start("client", Probe(SUBNET, target, 0, 5.0))
+        assert pinger.sock.sent == []  # queued: the sender thread sends it
+        await _sent(pinger.sock, 1)
+        nursery.cancel_scope.cancel()
     sent, _dest = pinger.sock.sent[0]
     assert _dest == ("10.77.1.10", 0)
     _kind, _code, _sum, ident, seq = icmp.HEADER.unpack_from(sent)
@@ -118,6 +136,7 @@ async def test_unanswered_probes_end_silent_at_their_deadline_not_before(
     pinger.sock, pinger.kind = _Socket(), "dgram"
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pinger._expire)
+        nursery.start_soon(pinger._ship)
         pinger.start("slow", Probe(SUBNET, ip("10.77.1.20"), 0, 2.0))
         pinger.start("quick", Probe(SUBNET, ip("10.77.1.21"), 0, 1.0))
         await trio.testing.wait_all_tasks_blocked()
@@ -141,8 +160,36 @@ async def test_a_probe_that_cannot_be_sent_ends_unchecked_later_not_within_start
     pinger.sock, pinger.kind = Refusing(), "dgram"
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pinger._expire)
+        nursery.start_soon(pinger._ship)
         pinger.start("client", Probe(SUBNET, ip("10.77.1.30"), 0, 5.0))
         assert ended == []  # never from within start: the packet path is not re-entered
-        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(5):  # the sender thread's refusal comes back to the tasks
+            while not ended:
+                await trio.sleep(0.001)
         nursery.cancel_scope.cancel()
-    assert ended == [("client", 2)] and gate.outcomes["unchecked"] == 1
+    assert ended == [("client", 2)] and gate.outcomes["unchecked"] == 1 and len(pinger) == 0
+
+
+async def test_a_reply_waiting_in_the_socket_at_the_deadline_is_an_answer_not_silence(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """A loop that ran late may reach the deadline before the reply task: the expiry reads
+    what the socket holds first (only the expiry and sender tasks run here)."""
+    ended: list[tuple[str, int]] = []
+    gate = PingGate(3600, 16)
+    pinger = Pinger(gate, lambda tx, probe, result: ended.append((tx, result)))
+    sock = _Socket()
+    pinger.sock, pinger.kind = sock, "dgram"
+    target = ip("10.77.1.40")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pinger._expire)
+        nursery.start_soon(pinger._ship)
+        pinger.start("client", Probe(SUBNET, target, 0, 1.0))
+        await _sent(sock, 1)
+        request = sock.sent[0][0]
+        reply = bytearray(request)
+        reply[0], reply[2:4] = icmp.ECHO_REPLY, b"\x00\x00"
+        reply[2:4] = icmp.checksum(bytes(reply)).to_bytes(2, "big")
+        sock.replies.append((bytes(reply), ("10.77.1.40", 0)))
+        await trio.sleep(1.5)
+        nursery.cancel_scope.cancel()
+    assert ended == [("client", ANSWERED)] and gate.outcomes["silent"] == 0
