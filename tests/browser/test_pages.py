@@ -7,12 +7,17 @@ import re
 from typing import Any
 
 import httpx
+import trio
 from playwright.sync_api import expect
 
 from ipamd import runtime
+from ipamd.dhcp import options as o
 from ipamd.ops import pool_samples
 from tests.browser.conftest import XSS_HOSTNAME
 from tests.browser.harness import BrowserThread, Visit, shot
+from tests.integration.dhcp.harness import Relay
+from tests.support import dhcp_lab
+from tests.unit.dhcp.packets import mac_bytes, request
 
 
 async def test_dashboard_and_prefix_tree(appliance: runtime.Running, tokens: dict, plan: dict,
@@ -380,3 +385,45 @@ async def test_dark_theme_follows_the_system_setting(
     assert found["light"] == ["rgb(244, 246, 248)", "rgb(255, 255, 255)", "rgb(29, 39, 51)"]
     assert found["dark"] == ["rgb(16, 21, 27)", "rgb(25, 33, 42)", "rgb(228, 233, 239)"]
     assert found["violations"] == {name: [] for name in pages}
+
+
+async def test_the_leases_page_marks_a_ping_conflict(
+    appliance: runtime.Running, admin: httpx.AsyncClient, relay: Relay, tokens: dict,
+    browser: BrowserThread, base: str,
+) -> None:
+    """A subnet with the ping check on, in 127/8: every address answers the echo (loopback
+    holds all of 127/8), so each one the server would offer is held as a ping conflict by the
+    real DHCP server and shown so (docs/api-ipam.md, "Ping check")."""
+    made = await admin.post("/prefixes", json={"cidr": "127.77.8.0/24", "description": "ping"})
+    assert made.status_code == 201, made.text
+    subnet = await admin.post("/subnets", json={
+        "prefix_id": made.json()["id"], "cidr": "127.77.8.0/24", "gateway": "127.77.8.1",
+        "ping_check": True, "ping_timeout_ms": 500})
+    assert subnet.status_code == 201, subnet.text
+    sid = subnet.json()["id"]
+    pool = await admin.post(f"/subnets/{sid}/pools", json={
+        "name": "two", "start_ip": "127.77.8.10", "end_ip": "127.77.8.11"})
+    assert pool.status_code == 201, pool.text
+    await dhcp_lab.plan_caught_up(appliance)
+    offer = await relay.exchange(request(o.DISCOVER, mac_bytes(40), giaddr="127.77.8.1"),
+                                 timeout=3)
+    assert offer is None  # both addresses answered: nothing left to offer
+    with trio.fail_after(10):
+        while True:
+            rows = (await admin.get("/leases", params={"subnet_id": sid})).json()["items"]
+            if len(rows) == 2:
+                break
+            await trio.sleep(0.1)
+    assert {(r["ip"], r["state"], r["ping_conflict"]) for r in rows} == {
+        ("127.77.8.10", "declined", True), ("127.77.8.11", "declined", True)}
+
+    def drive(v: Visit) -> None:
+        page = v.page
+        v.go(f"#/leases?subnet_id={sid}")
+        for address in ("127.77.8.10", "127.77.8.11"):
+            row = page.get_by_role("row").filter(has=page.get_by_role("link", name=address))
+            expect(row.get_by_text("ping conflict", exact=True)).to_be_visible()
+            expect(row.get_by_text("declined", exact=True)).to_be_visible()
+        assert v.dialogs == []
+
+    await browser.run(base, drive, token=tokens["viewer"])

@@ -80,7 +80,10 @@ function leaseColumns(cidrOf) {
   const subnet = (l) => cidrOf.get(l.subnet_id);
   return [
     { label: "IP", sort: "ip", value: (l) => link(`#/history?ip=${l.ip}`, l.ip), csv: (l) => l.ip },
-    { label: "State", sort: "state", value: (l) => badge(l.state), csv: (l) => l.state },
+    // A ping check's conflict (docs/api-ipam.md, "Ping check"): declined, and no client's.
+    { label: "State", sort: "state",
+      value: (l) => (l.ping_conflict ? h("span", {}, badge(l.state), " ", badge("ping conflict", "declined")) : badge(l.state)),
+      csv: (l) => l.state },
     { label: "MAC", sort: "mac", value: (l) => dash(l.mac), csv: (l) => l.mac },
     // A DHCPv6 binding's identity and IA (docs/dhcpv6.md); a DHCPv4 lease has none of them.
     { label: "DUID", value: (l) => (l.duid ? code(l.duid) : "—"), csv: (l) => l.duid },
@@ -130,7 +133,7 @@ export async function leases(view, { params }) {
     empty: "No lease matches.",
   });
   const tools = h("div", { class: "row table-tools" },
-    csvButton("leases.csv", columns,
+    csvButton("leases.csv", [...columns, { label: "Ping conflict", csv: (l) => l.ping_conflict }],
       (cursor, limit) => get("/leases", { ...filter, ...(sort ? { sort } : {}), cursor, limit }), message, leasesOf),
     operator ? releaseSelected : null);
   view.append(section("Filters", f), message, tools, table);
