@@ -113,7 +113,8 @@ async def test_what_is_answered_directly(appliance: runtime.Running) -> None:
                     _scope("/prefixes", headers=[(b"content-length", b"2")]),
                     _scope("/prefixes", headers=[(b"transfer-encoding", b"chunked")]),
                     _scope("/prefixes", headers=[(b"expect", b"100-continue")]),
-                    _scope("/prefixes/"), _scope("/metrics"), _scope("/netbox/prefixes")):
+                    _scope("/prefixes/"), _scope("/metrics"), _scope("/netbox/prefixes"),
+                    {**_scope("/prefixes"), "root_path": "/under"}):
         assert direct.takes(refused) is None, refused
     # Path parameters, route rate limits and Quart Responses stay Quart's.
     routes = {route.path: route for route in all_routes() if route.method == "GET"}

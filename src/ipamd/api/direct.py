@@ -101,8 +101,8 @@ class Direct:
     def takes(self, scope: dict[str, Any]) -> Headers | None:
         """The headers it reads when this request is answered here, else None."""
         if scope["method"] != "GET" or scope["path"] not in self.routes \
-                or not PLAIN_QUERY.match(scope["query_string"]):
-            return None
+                or not PLAIN_QUERY.match(scope["query_string"]) or scope.get("root_path"):
+            return None  # (a root path is Quart's to strip from the path)
         wanted: Headers = {}
         for name, value in scope["headers"]:
             name = name.lower()
