@@ -51,6 +51,7 @@ from bench.appliance import write_config
 from bench.dhcp_figures import (
     ClientMeter,
     CpuMeter,
+    commit_means,
     dora_latencies,
     exchange_stamps,
     late_offer_spans,
@@ -149,6 +150,11 @@ class Result:
     # stalled commit from a client that fell behind.
     server_drops: dict[str, int] = field(default_factory=dict)
     slowest_commit_s: float | None = None
+    # ipamd: the means of its group commits' wait (the oldest Request's, from its packet to
+    # the batch's statement) and database time, ms (dhcp_figures.commit_means): where a
+    # Request's time to its Ack goes, the rest being the network and the client.
+    commit_wait_ms: float | None = None
+    commit_ms: float | None = None
     # Stretches of the run in which Offers came back more than 10 ms late (from, to, worst
     # ms; dhcp_figures.late_offer_spans): where in time a run's lost answers fell.
     late_spans: list[tuple[float, float, float]] = field(default_factory=list)
@@ -351,9 +357,13 @@ def measure(rig: Rig, server: str, rate: int, args: argparse.Namespace,
     elif derived_after is not None and derived_after >= 0.5:
         result.note = f"history+events derived {derived_after:.1f} s after (in CPU)"
     result.server_drops, result.slowest_commit_s = figures
+    kept = rig.out / f"{label}.metrics.txt"
+    if kept.exists():
+        result.commit_wait_ms, result.commit_ms = commit_means(kept.read_text())
     late = (f"Offers late {spans_text(result.late_spans)}"
             if result.drops and result.late_spans else "")
-    result.note = "; ".join(filter(None, (result.note, server_note(result), late)))
+    result.note = "; ".join(filter(None, (result.note, commit_note(result), server_note(result),
+                                          late)))
     acks = round((result.dora_per_s or 0) * args.period)
     if acks:
         result.cpu_us = round(sum(cpu) / acks * 1e6, 1)
@@ -379,6 +389,13 @@ def latency_text(r: Result) -> str:
     if r.p50_ms is not None:
         return f"p50 {fmt(r.p50_ms, 1)} ms"
     return f"avg {fmt(r.avg_ms, 1)} ms"
+
+
+def commit_note(r: Result) -> str:
+    """ipamd's Requests on their way to the Ack, means (``Result.commit_wait_ms``)."""
+    if r.commit_wait_ms is None or r.commit_ms is None:
+        return ""
+    return f"Requests waited {r.commit_wait_ms:.2f} ms, committed in {r.commit_ms:.2f} ms"
 
 
 def server_note(r: Result) -> str:
@@ -452,7 +469,7 @@ def client_drop_summary(results: list[Result], servers: list[str]) -> list[str]:
         if best is None:
             continue
         steps = [r for r in results if r.server == server and not r.overload
-                 and r.rate <= best.rate]
+                 and r.rate <= best.rate and r.dora_per_s is not None]  # (measured)
         lossy = [r.rate for r in steps if r.overflow_rly]
         plural = "" if len(steps) == 1 else "s"
         rows.append(f"  {server:<10} up to {best.rate}/s ({len(steps)} step{plural}): "

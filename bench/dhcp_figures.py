@@ -165,6 +165,21 @@ def server_figures(metrics: str, drops_metric: str = "ipamd_dhcp_drops_total",
     return drops, slowest
 
 
+def commit_means(metrics: str) -> tuple[float | None, float | None]:
+    """From ipamd's /metrics text, in ms: the mean wait of a group commit's oldest Request
+    from its packet to the batch's statement (``ipamd_dhcp_commit_wait_seconds``), and the
+    mean time a batch then spent in the database (``ipamd_dhcp_commit_duration_seconds``);
+    None for a histogram with no batches (or not there)."""
+    values = dict(re.findall(r"^(ipamd_dhcp_commit_(?:wait|duration)_seconds_(?:sum|count)) "
+                             r"([0-9.e+-]+)$", metrics, re.MULTILINE))
+
+    def mean(name: str) -> float | None:
+        count = float(values.get(f"{name}_count", 0))
+        return round(1000 * float(values[f"{name}_sum"]) / count, 3) if count else None
+
+    return mean("ipamd_dhcp_commit_wait_seconds"), mean("ipamd_dhcp_commit_duration_seconds")
+
+
 def _stat(pid: int) -> list[str] | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()

@@ -73,6 +73,7 @@ class CommitCounters(ServerCounters, Protocol):
 
     batch_sizes: Histogram
     commit_latency: Histogram
+    commit_wait: Histogram
 
 
 def _outcomes() -> dict[str, int]:

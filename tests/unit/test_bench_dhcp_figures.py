@@ -15,6 +15,7 @@ import pytest
 from bench.dhcp_figures import (
     ClientMeter,
     CpuMeter,
+    commit_means,
     core_times,
     dora_latencies,
     exchange_stamps,
@@ -151,6 +152,7 @@ def test_client_socket_losses_are_counted_apart_up_to_the_zero_drop_rate() -> No
     results = [
         Result("ipamd", 1000, dora_per_s=1000.0, sent=20000, overflow_rly=3, drops_ra=3),
         Result("ipamd", 2000, dora_per_s=2000.0, sent=40000),  # its zero-drop rate
+        Result("ipamd", 500, note="server exited (1)"),  # measured nothing: no step
         Result("ipamd", 3000, dora_per_s=2990.0, sent=60000, drops_ra=100, overflow_rly=90),
         Result("ipamd", 6000, dora_per_s=2990.0, sent=60000, overload=True, overflow_rly=9),
         Result("kea-mem", 1000, dora_per_s=1000.0, sent=20000, overflow_srv=0),
@@ -237,3 +239,24 @@ def test_a_row_without_timestamps_gives_perfdhcps_average_instead_of_the_median(
 
     assert latency_text(Result("ipamd", 1000, p50_ms=0.84, avg_ms=1.2)) == "p50 0.8 ms"
     assert latency_text(Result("ipamd", 20000, avg_ms=61.04)) == "avg 61.0 ms"
+
+
+def test_where_ipamds_requests_spend_their_time_from_its_metrics() -> None:
+    from bench.bench_dhcp import Result, commit_note
+
+    metrics = "\n".join([
+        'ipamd_dhcp_commit_wait_seconds_bucket{le="0.0001"} 3.0',
+        "ipamd_dhcp_commit_wait_seconds_count 4.0",
+        "ipamd_dhcp_commit_wait_seconds_sum 0.00042",
+        "ipamd_dhcp_commit_duration_seconds_count 4.0",
+        "ipamd_dhcp_commit_duration_seconds_sum 0.0029",
+        "ipamd_dhcp_commit_duration_seconds_created 1.7e9",
+    ])
+    assert commit_means(metrics) == (0.105, 0.725)
+    # Before any batch (or a server without the histograms): nothing to say.
+    assert commit_means("ipamd_dhcp_commit_wait_seconds_count 0.0\n"
+                        "ipamd_dhcp_commit_wait_seconds_sum 0.0") == (None, None)
+    assert commit_means("") == (None, None)
+    note = commit_note(Result("ipamd", 200, commit_wait_ms=0.105, commit_ms=0.725))
+    assert note == "Requests waited 0.10 ms, committed in 0.72 ms"
+    assert commit_note(Result("kea-pg", 200)) == ""

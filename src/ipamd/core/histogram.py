@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                    5.0, 10.0)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# For waits that matter below a millisecond (a DHCP Request's way to its commit at light load).
+FINE_SECONDS_BUCKETS = (0.00005, 0.0001, 0.00025, *SECONDS_BUCKETS)
 
 
 @dataclass

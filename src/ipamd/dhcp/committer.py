@@ -62,6 +62,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import asyncpg
 import trio
 
+from ipamd.core.histogram import Histogram
 from ipamd.db.bridge import Database, Unit
 from ipamd.db.outage import Throttle, is_connection_loss
 from ipamd.dhcp import leasestore
@@ -140,8 +141,11 @@ class Committer(Generic[Q]):
         on_stale: Callable[[Sequence[Q]], None] | None = None,
         commit: CommitFn = leasestore.commit,
         warm: Warm = leasestore.warm,
+        waits: Histogram | None = None,
     ) -> None:
         self.db = db
+        # Each batch's oldest op's wait until its statement went out (``_went_in``).
+        self.waits = waits
         self._commit_fn = commit
         self._warm = warm
         self.on_done = on_done
@@ -206,6 +210,9 @@ class Committer(Generic[Q]):
     def _went_in(self, batch: list[Q]) -> _InFlight:
         """Count a batch in the database from now."""
         flight = _InFlight(batch)
+        if self.waits is not None:
+            # born and went_in are both time.monotonic(); a retried pick keeps its first born.
+            self.waits.observe(flight.went_in - min(tx.born for tx in batch))
         self._flight_since.append(flight.went_in)
         self.in_flight += 1
         self._flight_ops += len(batch)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ipamd.core.histogram import SIZE_BUCKETS, Histogram
+from ipamd.core.histogram import FINE_SECONDS_BUCKETS, SIZE_BUCKETS, Histogram
 from ipamd.dhcp.options import MESSAGE_TYPE_NAMES
 
 # Why a packet got no answer. Parser reasons (options.REASONS) are counted under their
@@ -42,9 +42,9 @@ DROP_REASONS = frozenset(
 class DhcpCounters:
     """Counters kept by the server; one instance per running server."""
 
-    __slots__ = ("batch_sizes", "batches", "commit_latency", "commit_seconds", "committed_ops",
-                 "conflicts", "drops", "leases", "live", "ping_conflicts", "pings", "received",
-                 "refused", "sent")
+    __slots__ = ("batch_sizes", "batches", "commit_latency", "commit_seconds", "commit_wait",
+                 "committed_ops", "conflicts", "drops", "leases", "live", "ping_conflicts",
+                 "pings", "received", "refused", "sent")
 
     def __init__(self) -> None:
         self.received: Counter[int] = Counter()
@@ -62,6 +62,10 @@ class DhcpCounters:
         # Group commit: ops per batch and seconds per batch (the metrics' histograms).
         self.batch_sizes = Histogram(SIZE_BUCKETS)
         self.commit_latency = Histogram()
+        # Per batch, how long its oldest op waited from its datagram's handling until the
+        # batch's statement went out (the decision, then any wait for a commit worker or a
+        # window): with commit_latency, where a Request's time to its Ack goes.
+        self.commit_wait = Histogram(FINE_SECONDS_BUCKETS)
         self.committed_ops = 0
         # Picks the database refused (another request or node held the address first).
         self.conflicts = 0

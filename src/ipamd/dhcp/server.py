@@ -83,6 +83,7 @@ class DhcpServer:
             db, self._committed, batch_max=config.commit_batch_max,
             window_seconds=config.commit_window_us / 1_000_000, workers=config.commit_workers,
             stale_seconds=stale_seconds, on_stale=self._stale,
+            waits=self.counters.commit_wait,
         )
         self.stats = LeaseStats(db)
         self.endpoints: list[Endpoint] = []

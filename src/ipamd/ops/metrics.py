@@ -130,6 +130,10 @@ class _Scrape(Collector):
             yield _histogram("ipamd_dhcp_commit_duration_seconds",
                              "Group commit latency (database time per batch)", [],
                              [([], counters.commit_latency)])
+            yield _histogram("ipamd_dhcp_commit_wait_seconds",
+                             "Wait of each batch's oldest lease operation from its packet's "
+                             "handling until the batch went to the database", [],
+                             [([], counters.commit_wait)])
             # The ping check before an Offer (docs/api-ipam.md): answered = conflicts.
             pings = CounterMetricFamily("ipamd_dhcp_ping_checks",
                                         "Ping check probes before an Offer, by outcome",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ import pytest
 import trio
 import trio.testing
 
+from ipamd.core.histogram import FINE_SECONDS_BUCKETS, Histogram
 from ipamd.dhcp import dispatch as dispatch_mod
 from ipamd.dhcp import options as o
 from ipamd.dhcp import server as server_mod
@@ -516,3 +518,24 @@ async def test_a_batch_whose_first_attempt_fails_is_answered_once_by_its_worker(
         assert answers == [(2, retry_commits)]  # answered once either way
         assert committer.in_flight == 0 and committer._flight_ops == 0
         nursery.cancel_scope.cancel()
+
+
+def test_each_batch_records_how_long_its_oldest_op_waited_to_go_in() -> None:
+    """dhcp.commit_wait (/metrics' ipamd_dhcp_commit_wait_seconds): from the oldest op's
+    packet (its ``born``, time.monotonic) to its batch's statement, once per batch."""
+    waits = Histogram(FINE_SECONDS_BUCKETS)
+    committer = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
+                          window_seconds=0.0, workers=2, waits=waits)
+    now = time.monotonic()
+    # A retried pick goes to the back with its first time: the oldest need not be first.
+    for born in (now - 1.0, now - 10.0, now - 2.0):
+        committer.submit(_tx(o.REQUEST, born))
+    committer._went_in(committer._take())
+    assert waits.count == 1
+    assert 10.0 <= waits.total < 11.0  # the oldest op's wait, not the first's (1 s)
+    assert waits.counts[-1] == 1  # beyond the largest bucket (10 s)
+    unobserved = Committer(None, lambda batch, ok: None, batch_max=3,  # type: ignore[arg-type]
+                           window_seconds=0.0, workers=2)  # (DHCPv6's: no histogram)
+    unobserved.submit(_tx(o.REQUEST, now))
+    unobserved._went_in(unobserved._take())
+    assert unobserved.in_flight == 1

@@ -19,6 +19,7 @@ from ipamd.state import AppState
 FAMILIES = [
     ("ipamd_dhcp_commit_batch_size", "histogram"),
     ("ipamd_dhcp_commit_duration_seconds", "histogram"),
+    ("ipamd_dhcp_commit_wait_seconds", "histogram"),
     ("ipamd_dhcp_ping_checks_total", "counter"),  # the ping check (docs/api-ipam.md)
     ("ipamd_dhcp_packets_received_total", "counter"),
     ("ipamd_dhcp_packets_sent_total", "counter"),
@@ -50,6 +51,7 @@ def _state() -> AppState:
     dhcp = DhcpCounters()
     dhcp.drops["stale"] += 2
     dhcp.batch_sizes.observe(3)
+    dhcp.commit_wait.observe(0.00008)
     dhcp.pings["answered"] += 1
     dhcp6 = Dhcp6Counters()
     dhcp6.drop("stale")
@@ -76,6 +78,9 @@ def test_the_families_and_their_labels() -> None:
     assert re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M) == FAMILIES
     assert 'ipamd_dhcp_drops_total{reason="stale"} 2.0' in text
     assert 'ipamd_dhcp_ping_checks_total{outcome="answered"} 1.0' in text
+    # A Request's wait for its commit, in buckets fine enough for a light load's 80 µs.
+    assert 'ipamd_dhcp_commit_wait_seconds_bucket{le="5e-05"} 0.0' in text
+    assert 'ipamd_dhcp_commit_wait_seconds_bucket{le="0.0001"} 1.0' in text
     assert 'ipamd_dhcp_ping_checks_total{outcome="unavailable"} 0.0' in text  # every outcome
     assert 'ipamd_dhcp6_drops_total{reason="stale"} 1.0' in text
     assert ('ipamd_api_request_duration_seconds_count{method="GET",'
@@ -95,6 +100,7 @@ def test_no_dhcp_server_means_no_dhcp_samples_and_no_commit_histograms() -> None
     state.counters.dhcp = state.counters.dhcp6 = None
     text = _render(state)
     assert "ipamd_dhcp_commit_batch_size" not in text
+    assert "ipamd_dhcp_commit_wait_seconds" not in text
     assert not re.search(r"^ipamd_dhcp6?_\w+\{", text, re.M)  # families, no samples
     assert "# TYPE ipamd_dhcp_drops_total counter" in text
 
