@@ -14,7 +14,7 @@ from ipamd.core.errors import conflict, invalid
 from ipamd.core.rows import fetch_one
 from ipamd.ipam import options
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
+from ipamd.ipam.rows import name_free, one, plural, set_clause, tenant_for_create
 
 COLUMNS = ("id, tenant_id, name, match, value, description, priority, next_server, boot_file, "
            "created_at, updated_at")
@@ -66,22 +66,11 @@ def _stored(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def _duplicate(conn: asyncpg.Connection, tenant_id: uuid.UUID, name: str,
-                     own: uuid.UUID | None) -> None:
-    other = await conn.fetchval(
-        """SELECT id FROM client_classes
-           WHERE tenant_id = $1 AND name = $2 AND id IS DISTINCT FROM $3""",
-        tenant_id, name, own,
-    )
-    if other is not None:
-        raise conflict(f"name: this tenant already has the client class {name!r} (id {other})")
-
-
 @guarded
 async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
     tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
     value = match_value(fields["match"], fields["value"])
-    await _duplicate(conn, tenant_id, fields["name"], None)
+    await name_free(conn, "client_classes", tenant_id, fields["name"], None)
     pxe = _stored(fields)
     row = await fetch_one(
         conn,
@@ -131,7 +120,7 @@ async def update(
     if "match" in changes or "value" in changes:
         changes["value"] = match_value(merged["match"], merged["value"])
     if "name" in changes:
-        await _duplicate(conn, current["tenant_id"], changes["name"], class_id)
+        await name_free(conn, "client_classes", current["tenant_id"], changes["name"], class_id)
     clause, values = set_clause(changes, UPDATABLE)
     row = await fetch_one(
         conn,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import asyncpg
 
-from ipamd.core.errors import not_found
+from ipamd.core.errors import conflict, not_found
 
 # Moved to core (the dns, outbox and ops rooms' creates use them too); kept importable here.
 from ipamd.core.tenancy import DEFAULT_TENANT as DEFAULT_TENANT
@@ -50,3 +51,18 @@ def inside_message(counts: Mapping[str, int]) -> str:
     return ", ".join(plural(n, noun) for noun, n in counts.items() if n)
 
 
+# The tables whose names are unique per tenant, and what an error calls a row of each.
+_NAMED = {"client_classes": "client class", "shared_networks": "shared network"}
+
+
+async def name_free(conn: asyncpg.Connection, table: str, tenant_id: uuid.UUID, name: str,
+                    own: uuid.UUID | None) -> None:
+    """409 when another row of ``table`` (one of ``_NAMED``) in the tenant has ``name``."""
+    noun = _NAMED[table]  # a constant of this module: only they reach the SQL
+    other = await conn.fetchval(
+        f"""SELECT id FROM {table}
+            WHERE tenant_id = $1 AND name = $2 AND id IS DISTINCT FROM $3""",
+        tenant_id, name, own,
+    )
+    if other is not None:
+        raise conflict(f"name: this tenant already has the {noun} {name!r} (id {other})")

@@ -13,7 +13,7 @@ from ipamd.core import audit, validate
 from ipamd.core.errors import conflict, invalid
 from ipamd.core.rows import fetch_one
 from ipamd.ipam.dberrors import guarded
-from ipamd.ipam.rows import one, plural, set_clause, tenant_for_create
+from ipamd.ipam.rows import name_free, one, plural, set_clause, tenant_for_create
 
 COLUMNS = "id, tenant_id, name, description, created_at, updated_at"
 UPDATABLE = ("name", "description")
@@ -43,21 +43,10 @@ async def _with_members(conn: asyncpg.Connection, row: asyncpg.Record) -> dict[s
     return public(row, (await _members(conn, [row["id"]]))[row["id"]])
 
 
-async def _duplicate(conn: asyncpg.Connection, tenant_id: uuid.UUID, name: str,
-                     own: uuid.UUID | None) -> None:
-    other = await conn.fetchval(
-        """SELECT id FROM shared_networks
-           WHERE tenant_id = $1 AND name = $2 AND id IS DISTINCT FROM $3""",
-        tenant_id, name, own,
-    )
-    if other is not None:
-        raise conflict(f"name: this tenant already has the shared network {name!r} (id {other})")
-
-
 @guarded
 async def create(conn: asyncpg.Connection, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
     tenant_id = await tenant_for_create(conn, fields.get("tenant_id"))
-    await _duplicate(conn, tenant_id, fields["name"], None)
+    await name_free(conn, "shared_networks", tenant_id, fields["name"], None)
     row = await fetch_one(
         conn,
         f"""INSERT INTO shared_networks (tenant_id, name, description) VALUES ($1, $2, $3)
@@ -102,7 +91,7 @@ async def update(
     if not changes:
         return before
     if "name" in changes:
-        await _duplicate(conn, current["tenant_id"], changes["name"], network_id)
+        await name_free(conn, "shared_networks", current["tenant_id"], changes["name"], network_id)
     clause, values = set_clause(changes, UPDATABLE)
     row = await fetch_one(
         conn, f"UPDATE shared_networks SET {clause} WHERE id = $1 RETURNING {COLUMNS}",

@@ -19,6 +19,18 @@ async def _klass(client: httpx.AsyncClient, name: str, match: str, value: str,
         "name": name, "match": match, "value": value, **extra}))
 
 
+async def test_a_class_name_is_unique_in_its_tenant(operator):
+    await _klass(operator, "pxe", "arch", "0")
+    other = await _klass(operator, "uefi", "arch", "7")
+    for reply in (await operator.post("/client-classes", json={
+                      "name": "pxe", "match": "arch", "value": "9"}),
+                  await operator.patch(f"/client-classes/{other['id']}", json={"name": "pxe"})):
+        assert error_of(reply, 409, "conflict").startswith(
+            "name: this tenant already has the client class 'pxe'")
+    renamed = await operator.patch(f"/client-classes/{other['id']}", json={"name": "uefi"})
+    assert renamed.status_code == 200, renamed.text  # its own name is no conflict
+
+
 async def test_class_fields_and_new_match_kinds(operator):
     uefi = await _klass(operator, "uefi", "arch", "0007", priority=10,
                         next_server="10.20.0.69", boot_file="grubx64.efi")
