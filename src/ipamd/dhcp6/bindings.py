@@ -128,6 +128,10 @@ class BindingCache:
         for lease_id in list(self._by_ia.get((duid.raw, iaid, ia_type), ())):
             self.drop(lease_id)
 
+    def addresses_of(self, duid: Duid, iaid: int, ia_type: IaType) -> list[IPv6Address]:
+        """Where that IA's bindings are (first addresses of prefixes), lapsed ones too."""
+        return [self._by_id[i].address for i in self._by_ia.get((duid.raw, iaid, ia_type), ())]
+
     def drop_at(self, address: IPv6Address, prefix_length: int) -> None:
         held = self._id_of.get((int(address), prefix_length))
         if held is not None:

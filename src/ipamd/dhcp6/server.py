@@ -217,10 +217,14 @@ class Dhcp6Server:
     async def _decide_again(self, refused: list[Pending]) -> None:
         """The database refused these messages' picture of the bindings: read those
         bindings again, then decide once more (the second decision's refusal is final)."""
-        duids = sorted({op.duid for item in refused for op in item.op.ops})
-        ips = sorted({op.ip for item in refused for op in item.op.ops})
+        ops = [op for item in refused for op in item.op.ops]
+        keys = sorted({op.client_key for op in ops})
+        # Where the cache had these IAs (declined ones too: dropped below, read again).
+        ips = sorted({op.ip for op in ops}.union(*(
+            self.cache.addresses_of(Duid(op.duid_raw), op.iaid, IA_TYPES[op.ia_type])
+            for op in ops)))
         try:
-            rows = await self.db.run(leasestore.load_some6, duids, ips)
+            rows = await self.db.run(leasestore.load_some6, keys, ips)
         except DB_ERRORS as error:
             log_failure(self._db_log, error, "dhcp6: bindings not read again: %s",
                         error.__class__.__name__)

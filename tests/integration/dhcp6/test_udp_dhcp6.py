@@ -444,6 +444,33 @@ async def test_two_nodes_the_database_judges_an_address_both_would_give(
         await done.wait()
 
 
+async def test_two_nodes_the_database_judges_an_ia_the_other_node_bound(
+        dhcp6: Running6, nursery: Any) -> None:
+    """Node B's picture lacks the binding node A gave this very IA: B's grant of another
+    address is refused (one live binding per IA per subnet), B reads the IA's bindings
+    again (by its client key: no index has the DUID) and answers with A's binding."""
+    taken, _ = await _grant(dhcp6, 20, 0x1300)
+    duid = client_duid(20)
+    state_b = AppState(config=dhcp6.state.config, db=dhcp6.db)
+    node_b, scope, done = await start_server(nursery, state_b)
+    try:
+        node_b.cache.drop_ia(duid, 1, IaType.NA)  # as if granted after B's last look
+        hint = str(IPv6Address(taken) + 7)  # free: B would grant it, the IA is A's
+        relay_b = Relay6(trio.socket.from_stdlib_socket(relay_socket()), node_b.addresses[0])
+        nursery.start_soon(relay_b.run)
+        reply = await relay_b.exchange(message(p.SOLICIT, 0x1301, duid, na=[hint],
+                                               rapid=True))
+        assert reply is not None and reply.msg_type == p.REPLY
+        assert _address(reply) == taken
+        assert node_b.counters.conflicts == 1 and node_b.counters.drops == {}
+        [lease] = await _leases(dhcp6.db, duid.text)
+        assert (lease["ip"], lease["state"]) == (taken, "active")
+        assert [str(b.address) for b in node_b.cache.of(duid, 1, IaType.NA, 0.0)] == [taken]
+    finally:
+        scope.cancel()
+        await done.wait()
+
+
 PHONES = ("2001:db8:77:3::10", "2001:db8:77:3::20")
 
 
