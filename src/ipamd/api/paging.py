@@ -65,7 +65,10 @@ _PARSERS: dict[type, Callable[[Any], Any]] = {
 
 
 def encode_cursor(values: Sequence[Any]) -> str:
-    raw = jsonutil.dumps(list(values)).encode()
+    if len(values) == 1 and isinstance(values[0], uuid.UUID):
+        raw = f'["{values[0]}"]'.encode()  # jsonutil.dumps([a UUID]), without its encoder
+    else:
+        raw = jsonutil.dumps(list(values)).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -111,5 +114,7 @@ def page_text(rows: Sequence[tuple[Any, str]], limit: int) -> str:
     more = len(rows) > limit
     shown = rows[:limit]
     cursor = encode_cursor([shown[-1][0]]) if more and shown else None
-    items = ",".join(text for _key, text in shown)
-    return f'{{"items":[{items}],"next_cursor":{jsonutil.dumps(cursor)}}}'
+    items = ",".join([text for _key, text in shown])
+    # A cursor is base64url: its JSON string is itself in quotes.
+    tail = "null" if cursor is None else f'"{cursor}"'
+    return f'{{"items":[{items}],"next_cursor":{tail}}}'

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 MAX_ROWS = 20_000
 MAX_AGE_SECONDS = 3600.0
@@ -37,15 +38,18 @@ class RenderedRows:
         """The text rendered for exactly this version of the row, or None."""
         return self.get_many(kind, [(row_id, version)])[0]
 
-    def get_many(self, kind: str, rows: Iterable[tuple[Hashable, int]]) -> list[str | None]:
-        """``get`` for each (id, version) of a page, in order; the clock is read once."""
+    def get_many(self, kind: str, rows: Iterable[Iterable[Any]]) -> list[str | None]:
+        """``get`` for each (id, version) of a page (a database row will do), in order; the
+        clock is read once."""
         oldest = self._clock() - self._max_age
         held = self._rows.get
         texts: list[str | None] = []
         for row_id, version in rows:
             entry = held((kind, row_id))
-            fresh = entry is not None and entry[0] == version and entry[1] >= oldest
-            texts.append(entry[2] if fresh and entry is not None else None)
+            if entry is not None and entry[0] == version and entry[1] >= oldest:
+                texts.append(entry[2])
+            else:
+                texts.append(None)
         return texts
 
     def put(self, kind: str, row_id: Hashable, version: int, text: str) -> None:

@@ -96,23 +96,24 @@ async def list_page(
            ORDER BY id LIMIT $6""",
         after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
     )
-    ids = [r["id"] for r in page]
-    held = rendered.get_many("prefix", zip(ids, [r["version"] for r in page], strict=True))
-    texts: dict[uuid.UUID, str] = {}
-    missing = []
-    for row_id, text in zip(ids, held, strict=True):
+    held = rendered.get_many("prefix", page)  # each row is (id, version)
+    shown: list[tuple[uuid.UUID, str]] = []
+    missing: list[uuid.UUID] = []
+    for row, text in zip(page, held, strict=True):
         if text is None:
-            missing.append(row_id)
+            missing.append(row[0])
         else:
-            texts[row_id] = text
-    if missing:
-        # A row changed since the page was read is shown as it is now; one deleted is left out.
-        for row in await conn.fetch(
-                f"SELECT {COLUMNS}, xmin AS version FROM prefixes WHERE id = ANY($1::uuid[])",
-                missing):
-            texts[row["id"]] = text = dumps(public(row))
-            rendered.put("prefix", row["id"], row["version"], text)
-    return [(row_id, texts[row_id]) for row_id in ids if row_id in texts]
+            shown.append((row[0], text))
+    if not missing:
+        return shown
+    texts = dict(shown)
+    # A row changed since the page was read is shown as it is now; one deleted is left out.
+    for row in await conn.fetch(
+            f"SELECT {COLUMNS}, xmin AS version FROM prefixes WHERE id = ANY($1::uuid[])",
+            missing):
+        texts[row["id"]] = text = dumps(public(row))
+        rendered.put("prefix", row["id"], row["version"], text)
+    return [(row[0], texts[row[0]]) for row in page if row[0] in texts]
 
 
 async def list_page_utilised(
