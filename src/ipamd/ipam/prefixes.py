@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -80,22 +81,37 @@ async def get(conn: asyncpg.Connection, prefix_id: uuid.UUID) -> dict[str, Any]:
                             "prefix"))
 
 
+# A page's conditions, in the order of list_page's values. Its statement names only the
+# conditions it has: a prepared statement's generic plan of "$1 IS NULL OR id > $1" cannot
+# start the index scan at the cursor, and costs PostgreSQL more per page.
+_CONDITIONS = ("id > {}::uuid", "tenant_id = {}::uuid", "cidr = {}::cidr", "cidr >>= {}::cidr",
+               "cidr <<= {}::cidr")
+
+
+def _page_sql(present: tuple[bool, ...]) -> str:
+    """The page's statement for the conditions present (values are parameters; the text is
+    made of the constants above only)."""
+    wanted = [c for c, given in zip(_CONDITIONS, present, strict=True) if given]
+    where = " AND ".join(c.format(f"${n}") for n, c in enumerate(wanted, 1))
+    return (f"SELECT id, xmin AS version FROM prefixes {'WHERE ' + where if where else ''} "
+            f"ORDER BY id LIMIT ${len(wanted) + 1}")
+
+
+# Every shape, made once: (which conditions are present) -> the statement.
+PAGE_SQL = {present: _page_sql(present)
+            for present in itertools.product((False, True), repeat=len(_CONDITIONS))}
+
+
 async def list_page(
     conn: asyncpg.Connection, rendered: RenderedRows, f: Filters, after: uuid.UUID | None,
     limit: int,
 ) -> list[tuple[uuid.UUID, str]]:
     """(id, the prefix as JSON text) in id order: limit + 1 of them at most. Rows whose
     version ``rendered`` holds are not read again (core/rendered.py)."""
-    page = await conn.fetch(
-        """SELECT id, xmin AS version FROM prefixes
-           WHERE ($1::uuid IS NULL OR id > $1)
-             AND ($2::uuid IS NULL OR tenant_id = $2)
-             AND ($3::cidr IS NULL OR cidr = $3)
-             AND ($4::cidr IS NULL OR cidr >>= $4)
-             AND ($5::cidr IS NULL OR cidr <<= $5)
-           ORDER BY id LIMIT $6""",
-        after, f.tenant_id, f.cidr, f.contains, f.within, limit + 1,
-    )
+    given = (after, f.tenant_id, f.cidr, f.contains, f.within)
+    values = [value for value in given if value is not None]
+    page = await conn.fetch(PAGE_SQL[tuple(value is not None for value in given)],
+                            *values, limit + 1)
     held = rendered.get_many("prefix", page)  # each row is (id, version)
     shown: list[tuple[uuid.UUID, str]] = []
     missing: list[uuid.UUID] = []
