@@ -82,7 +82,9 @@ function leaseColumns(cidrOf) {
     { label: "IP", sort: "ip", value: (l) => link(`#/history?ip=${l.ip}`, l.ip), csv: (l) => l.ip },
     // A ping check's conflict (docs/api-ipam.md, "Ping check"): declined, and no client's.
     { label: "State", sort: "state",
-      value: (l) => (l.ping_conflict ? h("span", {}, badge(l.state), " ", badge("ping conflict", "declined")) : badge(l.state)),
+      value: (l) => (l.ping_conflict
+        ? h("span", {}, badge(l.state), " ", badge("ping conflict", "declined"))
+        : badge(l.state)),
       csv: (l) => l.state },
     { label: "MAC", sort: "mac", value: (l) => dash(l.mac), csv: (l) => l.mac },
     // A DHCPv6 binding's identity and IA (docs/dhcpv6.md); a DHCPv4 lease has none of them.
