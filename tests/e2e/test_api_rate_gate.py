@@ -1,6 +1,6 @@
 """The request-rate limit (docs/security.md) is applied before the app stack runs: a
 request over it from a genuine non-loopback peer is answered 429 with the error envelope
-and Retry-After, and Quart never sees it; loopback stays exempt."""
+and Retry-After, and neither Quart nor api/direct.py sees it; loopback stays exempt."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from quart import Request
 from quart_trio import QuartTrio
 
 from ipamd.api.app import API_PREFIX
+from ipamd.api.direct import Direct
 from tests.e2e.conftest import ApiNet, Prober
 
 pytestmark = pytest.mark.netns
@@ -32,15 +33,21 @@ async def test_over_the_limit_is_refused_before_quart_and_loopback_is_exempt(
     made = await anon.post("/tokens", json={"name": "first", "role": "admin"})
     assert made.status_code == 201, made.text
     auth = {"Authorization": f"Bearer {made.json()['token']}"}
-    entered: list[str] = []  # the peer's requests Quart handled
-    real = QuartTrio.handle_request
+    entered: list[str] = []  # the peer's requests the app handled (Quart or api/direct.py)
+    real, real_direct = QuartTrio.handle_request, Direct.answer
 
     async def spy(self: QuartTrio, request: Request) -> Any:
         if request.remote_addr == api_net.peer_ip:
             entered.append(request.path)
         return await real(self, request)
 
+    async def spy_direct(self: Direct, scope: dict[str, Any], *args: Any) -> None:
+        if scope["client"][0] == api_net.peer_ip:
+            entered.append(scope["path"])
+        await real_direct(self, scope, *args)
+
     monkeypatch.setattr(QuartTrio, "handle_request", spy)
+    monkeypatch.setattr(Direct, "answer", spy_direct)
     [step] = await probe({"name": "burst", "method": "GET", "path": "/health",
                           "headers": {**auth, "X-Request-Id": "probe-429"},
                           "repeat": LIMIT + OVER})
