@@ -75,3 +75,50 @@ async def test_a_finished_unit_keeps_nothing_of_its_caller(db: Database) -> None
     del request
     gc.collect()
     assert gone() is None, "something the unit armed still holds the caller's context"
+
+
+async def _backend(conn: Any) -> int:
+    return int(await conn.fetchval("SELECT pg_backend_pid()"))
+
+
+async def _divide_by_zero(conn: Any) -> None:
+    await conn.fetchval("SELECT 1 / 0")
+
+
+async def test_a_cancelled_caller_leaves_no_statement_on_the_kept_connection(dsn: str) -> None:
+    # One connection in all: the unit after the cancelled one must get it back idle.
+    db = await Database.connect(dsn, min_size=1, max_size=1)
+    try:
+        first = await db.run(_backend)
+        with trio.move_on_after(0.3) as scope:
+            await db.run(_sleep, 30)
+        assert scope.cancelled_caught
+        with trio.fail_after(5):
+            assert await db.run(_select_one) == 1
+            assert await db.transaction(_select_one) == 1
+        assert await db.run(_backend) == first  # released to the pool, taken again
+    finally:
+        await db.close()
+
+
+async def test_a_connection_is_kept_after_an_sql_error(dsn: str) -> None:
+    db = await Database.connect(dsn, min_size=1, max_size=2)
+    try:
+        first = await db.run(_backend)
+        with pytest.raises(Exception, match="division by zero"):
+            await db.run(_divide_by_zero)
+        with pytest.raises(Exception, match="division by zero"):
+            await db.transaction(_divide_by_zero)
+        assert await db.run(_backend) == first
+    finally:
+        await db.close()
+
+
+async def test_closing_waits_for_a_unit_under_way(dsn: str) -> None:
+    db = await Database.connect(dsn, min_size=1, max_size=2)
+    await db.run(_select_one)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(db.run, _sleep, 0.3)
+            await trio.sleep(0.1)
+            await db.close()  # the unit gives its connection to the closing pool

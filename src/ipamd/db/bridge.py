@@ -13,10 +13,11 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 import asyncpg
 import trio
+from asyncpg.pool import PoolConnectionProxy
 
 from ipamd.core.jsonutil import dumps
 from ipamd.db import aio_loop
@@ -99,6 +100,14 @@ class DatabaseRefused(ConnectionError):
     The message is the server's, which never holds the password."""
 
 
+class PoolLike(Protocol):
+    """A pool other than asyncpg's (dhcp/sessions.py's ``Connections``)."""
+
+    def acquire(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]: ...
+
+    async def close(self) -> None: ...
+
+
 class Unit(Generic[T]):
     """A unit of work started on a ``Database`` (``start``); ``await result()`` once.
 
@@ -132,10 +141,13 @@ class Database:
     it there (one warning per outage), and the next unit that succeeds ends it (one info).
     """
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str, outage: Outage | None = None,
+    def __init__(self, pool: asyncpg.Pool | PoolLike, dsn: str, outage: Outage | None = None,
                  unit_timeout: float = UNIT_TIMEOUT_SECONDS) -> None:
         self._pool = pool
         self._loop = aio_loop.current()  # the pool's loop: every unit of it runs there
+        # An asyncpg pool's connections are kept between units (_Held); a pool of another
+        # kind (dhcp/sessions.py's) hands its own out cheaply already.
+        self._held: _Held | None = _Held(pool) if isinstance(pool, asyncpg.Pool) else None
         self.dsn = dsn
         self.outage = outage or Outage()
         self.unit_timeout = unit_timeout
@@ -165,7 +177,10 @@ class Database:
         raise ConnectionError(f"database not reachable after {timeout:.0f}s: {last}")
 
     async def close(self) -> None:
-        await self._loop.call(self._pool.close)
+        if self._held is not None:
+            await self._loop.call(self._held.close)
+        else:
+            await self._loop.call(self._pool.close)
 
     async def run(self, fn: Work[T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on one pooled connection; one crossing."""
@@ -188,8 +203,13 @@ class Database:
     def _begin(self, fn: Work[T], args: tuple[Any, ...], in_transaction: bool,
                then: Callable[[T], None] | None) -> Unit[T]:
         try:
-            crossing = self._loop.start(_on_connection, self._pool, fn, args, in_transaction,
-                                        timeout=self.unit_timeout, then=then)
+            if self._held is not None:
+                crossing = self._loop.start(_on_held, self._held, fn, args, in_transaction,
+                                            timeout=self.unit_timeout, then=then)
+            else:
+                crossing = self._loop.start(_on_connection, self._pool, fn, args,
+                                            in_transaction, timeout=self.unit_timeout,
+                                            then=then)
         except Exception as error:
             if is_connection_loss(error):
                 self.outage.lost(error)
@@ -275,13 +295,92 @@ async def _create_pool(dsn: str, min_size: int, max_size: int,
 
 
 async def _on_connection(
-    pool: asyncpg.Pool, fn: Work[T], args: tuple[Any, ...], in_transaction: bool
+    pool: PoolLike, fn: Work[T], args: tuple[Any, ...], in_transaction: bool
 ) -> T:
     async with pool.acquire() as conn:
         if in_transaction:
             async with conn.transaction():
                 return await fn(conn, *args)
         return await fn(conn, *args)
+
+
+class _Held:
+    """An asyncpg pool's connections, kept taken between units (used on the asyncio side).
+
+    asyncpg's acquire (a queue, a new proxy) and release (a task under asyncio.shield, the
+    reset) cost a crossing more than the rest of its asyncio side. A unit takes a kept
+    connection, or one from the pool when none is free (so at most the pool's max_size are
+    kept, one per unit running at once), and leaves it kept when it ended cleanly. After a
+    cancellation (the statement may still be running: asyncpg asks the server to cancel
+    it), a lost connection or a client-side error the connection goes back to the pool,
+    whose release waits for the cancellation, rolls back or closes it, as before."""
+
+    __slots__ = ("closing", "free", "pool")
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.free: list[PoolConnectionProxy[Any]] = []
+        self.closing = False
+
+    async def take(self) -> PoolConnectionProxy[Any]:
+        while self.free:
+            kept = self.free.pop()
+            if _idle(kept):
+                return kept
+            await self.pool.release(kept)  # dead while kept: the pool opens a new one
+        conn: PoolConnectionProxy[Any] = await self.pool.acquire()
+        return conn
+
+    async def give_back(self, conn: PoolConnectionProxy[Any], clean: bool) -> None:
+        if clean and not self.closing and _idle(conn):
+            self.free.append(conn)
+        else:
+            await self.pool.release(conn)
+
+    async def close(self) -> None:
+        self.closing = True  # units still running give their connection back to the pool
+        while self.free:
+            await self.pool.release(self.free.pop())
+        await self.pool.close()
+
+
+def _idle(conn: PoolConnectionProxy[Any]) -> bool:
+    """Open, and outside a transaction. A connection that closed has been detached from its
+    proxy by the pool already (asyncpg's pool: its methods then raise InterfaceError, and
+    releasing it again does nothing)."""
+    try:
+        return not conn.is_closed() and not conn.is_in_transaction()
+    except asyncpg.InterfaceError:
+        return False
+
+
+def _clean_end(error: BaseException) -> bool:
+    """May a connection be kept after its unit raised ``error``? Yes when the server answered
+    (an SQL error) or the unit's own code raised between statements; not after a cancel
+    (the statement may still run), a lost connection or misuse of the client."""
+    if not isinstance(error, Exception):
+        return False
+    return not (is_connection_loss(error)
+                or isinstance(error, (asyncpg.InterfaceError, asyncpg.InternalClientError)))
+
+
+async def _on_held(held: _Held, fn: Work[T], args: tuple[Any, ...],
+                   in_transaction: bool) -> T:
+    conn = await held.take()
+    clean = False
+    try:
+        if in_transaction:
+            async with conn.transaction():
+                value = await fn(conn, *args)
+        else:
+            value = await fn(conn, *args)
+        clean = True
+        return value
+    except BaseException as error:
+        clean = _clean_end(error)
+        raise
+    finally:
+        await held.give_back(conn, clean)
 
 
 async def connect_once(dsn: str) -> asyncpg.Connection:
