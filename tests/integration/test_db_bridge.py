@@ -122,3 +122,31 @@ async def test_closing_waits_for_a_unit_under_way(dsn: str) -> None:
             nursery.start_soon(db.run, _sleep, 0.3)
             await trio.sleep(0.1)
             await db.close()  # the unit gives its connection to the closing pool
+
+
+async def _terminate(conn: Any, pid: int) -> None:
+    await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+
+
+async def test_a_kept_connection_the_server_closed_is_replaced(dsn: str) -> None:
+    db = await Database.connect(dsn, min_size=1, max_size=1)
+    other = await Database.connect(dsn, min_size=1, max_size=1)
+    try:
+        first = await db.run(_backend)
+        await other.run(_terminate, first)
+        # Time for the loop to read the close while the connection is kept (had it not,
+        # the unit below fails as a lost connection and the loop tries again).
+        await trio.sleep(0.3)
+        with trio.fail_after(5):
+            while True:  # until the loop has read the close; meanwhile a lost connection
+                try:
+                    pid = await db.run(_backend)
+                    break
+                except Exception as error:
+                    assert is_connection_loss(error), error
+                    await trio.sleep(0.05)
+        assert pid != first
+        assert not db.outage.down
+    finally:
+        await other.close()
+        await db.close()
