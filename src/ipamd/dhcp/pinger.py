@@ -158,7 +158,8 @@ class Pinger:
             sock = self.sock
             assert sock is not None  # echoes are queued only once it is open
             self._deadlines_from(batch, trio.current_time())
-            failed = await trio.to_thread.run_sync(_send_all, sock, batch)
+            failed = await trio.to_thread.run_sync(_send_all, sock, batch,
+                                                   thread_name="ipamd ping sender")
             for seq, serial in failed:
                 found = self._outstanding.get(seq)
                 if found is not None and found.serial == serial:
