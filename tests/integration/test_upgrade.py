@@ -145,7 +145,7 @@ async def test_upgrade_from_previous_schema(empty_dsn: str, nursery: trio.Nurser
         # latest migration's, so the next one that adds a column must say how it fills it).
         added = {table: set(upgraded[table][0]) - set(old[table][0])
                  for table in TABLES if upgraded[table] and old[table]}
-        # 0026 (history_map_head declared STABLE) adds no column.
+        # 0027 (the lease checks as domains) adds no column.
         assert {table: names for table, names in added.items() if names} == {}
         assert upgraded == old  # everything still there, unchanged
 

@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 import trio
 
@@ -217,6 +218,45 @@ async def test_a_lone_change_of_each_kind(db: Database, subnet: uuid.UUID) -> No
     history = await _q(db, "SELECT event FROM lease_events WHERE host(ip) = '127.77.1.14' "
                            "ORDER BY id")
     assert [r["event"] for r in history] == ["granted", "renewed", "released"]
+
+
+# What the lease checks refuse (migration 0027: domains, and the row check of a DHCPv6
+# binding): (statement, the constraint that refuses it). $1 is a granted DHCPv4 lease.
+REFUSED = [
+    ("UPDATE leases SET state = 'bogus' WHERE lease_id = $1", "lease_state_check"),
+    ("UPDATE leases SET ia_type = 'ta' WHERE lease_id = $1", "lease_ia_type_check"),
+    ("UPDATE leases SET iaid = 4294967296 WHERE lease_id = $1", "lease_iaid_check"),
+    ("UPDATE leases SET iaid = -1 WHERE lease_id = $1", "lease_iaid_check"),
+    ("UPDATE leases SET prefix_length = 129 WHERE lease_id = $1", "lease_prefix_length_check"),
+    ("UPDATE leases SET prefix_length = 0 WHERE lease_id = $1", "lease_prefix_length_check"),
+    # An IA on an IPv4 address, or without its DUID, IAID or length, is no binding.
+    ("UPDATE leases SET ia_type = 'na', iaid = 1, prefix_length = 128, duid = '0001' "
+     "WHERE lease_id = $1", "leases_v6_binding"),
+    ("UPDATE leases SET ia_type = 'na', ip = '2001:db8:77::1', iaid = 1, prefix_length = 64, "
+     "duid = '0001' WHERE lease_id = $1", "leases_v6_binding"),
+    ("UPDATE leases SET ia_type = 'pd', ip = '2001:db8:77::', iaid = 1, prefix_length = 56 "
+     "WHERE lease_id = $1", "leases_v6_binding"),
+    ("INSERT INTO lease_journal (event, lease_id, subnet_id, ip, state) "
+     "SELECT 'bogus', lease_id, subnet_id, ip, state FROM leases WHERE lease_id = $1",
+     "lease_event_check"),
+]
+
+
+@pytest.mark.parametrize(("sql", "constraint"), REFUSED)
+async def test_the_lease_checks_refuse(db: Database, subnet: uuid.UUID, sql: str,
+                                       constraint: str) -> None:
+    (grant,) = await _commit(db, _op(OpKind.INSERT, subnet, "127.77.1.20", b"checked", 600))
+
+    async def write(conn) -> Any:
+        await conn.execute(sql, grant.lease_id)
+
+    with pytest.raises(asyncpg.CheckViolationError) as refused:
+        await db.run(write)
+    assert refused.value.constraint_name == constraint
+    # A binding that holds together passes the same checks.
+    await db.run(lambda conn: conn.execute(
+        "UPDATE leases SET ia_type = 'pd', ip = '2001:db8:77::', iaid = 4294967295, "
+        "prefix_length = 56, duid = '0001' WHERE lease_id = $1", grant.lease_id))
 
 
 async def test_supersede_ends_the_clients_other_lease(db: Database, subnet: uuid.UUID) -> None:
