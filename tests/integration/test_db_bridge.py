@@ -150,3 +150,24 @@ async def test_a_kept_connection_the_server_closed_is_replaced(dsn: str) -> None
     finally:
         await other.close()
         await db.close()
+
+
+async def test_more_units_than_connections_all_finish(dsn: str) -> None:
+    """With every connection taken, a unit ending hands its connection to one waiting for
+    the pool instead of keeping it (kept, the waiter sat out its unit timeout beside it)."""
+    db = await Database.connect(dsn, min_size=1, max_size=2)
+    db.unit_timeout = 30
+    done: list[int] = []
+
+    async def one() -> None:
+        await db.run(_sleep, 0.05)
+        done.append(1)
+
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                for _ in range(8):
+                    nursery.start_soon(one)
+        assert len(done) == 8
+    finally:
+        await db.close()

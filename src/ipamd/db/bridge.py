@@ -315,12 +315,13 @@ class _Held:
     it), a lost connection or a client-side error the connection goes back to the pool,
     whose release waits for the cancellation, rolls back or closes it, as before."""
 
-    __slots__ = ("closing", "free", "pool")
+    __slots__ = ("closing", "free", "pool", "waiting")
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
         self.free: list[PoolConnectionProxy[Any]] = []
         self.closing = False
+        self.waiting = 0  # units waiting for the pool: a connection ending goes back to it
 
     async def take(self) -> PoolConnectionProxy[Any]:
         while self.free:
@@ -328,11 +329,17 @@ class _Held:
             if _idle(kept):
                 return kept
             await self.pool.release(kept)  # dead while kept: the pool opens a new one
-        conn: PoolConnectionProxy[Any] = await self.pool.acquire()
+        self.waiting += 1
+        try:
+            conn: PoolConnectionProxy[Any] = await self.pool.acquire()
+        finally:
+            self.waiting -= 1
         return conn
 
     async def give_back(self, conn: PoolConnectionProxy[Any], clean: bool) -> None:
-        if clean and not self.closing and _idle(conn):
+        # Kept only while no unit waits for the pool: with every connection taken, a unit
+        # waiting there would otherwise wait for its timeout beside a free kept one.
+        if clean and not self.closing and not self.waiting and _idle(conn):
             self.free.append(conn)
         else:
             await self.pool.release(conn)
