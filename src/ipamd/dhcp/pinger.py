@@ -33,8 +33,11 @@ log = logging.getLogger("ipamd.dhcp.ping")
 
 READ_EVERY = 64  # replies read before the receive task lets other tasks run
 # Probes whose time is up are ended together, up to this late: at thousands of Offers a
-# second one wake-up ends dozens instead of one each (a probe waits its timeout at least).
-BATCH_SECONDS = 0.005
+# second one wake-up ends several instead of one each (a probe waits its timeout at least).
+# 5 ms sent 6,000 Offers a second in bursts of ~30, and the Requests and Acks that follow
+# bunched with them: perfdhcp's socket lost a few at 6,000-6,500/s; 1 ms lost none there
+# (bench/notes/2026-12-07-dhcp.md, the ping check).
+BATCH_SECONDS = 0.001
 
 Done = Callable[[Exchange, Probe, int], None]  # (the client's exchange, its probe, result)
 # An echo queued for the sender thread: (message, target, source, sequence, serial).
