@@ -102,10 +102,7 @@ SETUPS: dict[str, Setup] = {"bind_tsig": _bind_tsig, "powerdns_http": _powerdns_
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools("dhclient", "dhcrelay")
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab, LAN, GATEWAY, UPSTREAM)
+    return dhcp_lab.relayed(lab, LAN, GATEWAY, UPSTREAM)
 
 
 @pytest.fixture(params=list(SETUPS))
@@ -118,19 +115,12 @@ def target(request: pytest.FixtureRequest, tmp_path: Path,
 
 @pytest.fixture
 def config_overrides(dhcp_net: DhcpNet, target: Target) -> dict[str, dict[str, Any]]:
-    return {"dhcp": {"enabled": True, "listen": [f"{dhcp_net.server_ip}:67"],
-                     "trusted_relays": [f"{dhcp_net.relay_ip}/32"]},
+    return {"dhcp": dhcp_lab.serving(dhcp_net),
             "outbox": {"enabled": True, "workers": 2, "backoff_base_seconds": 0.1,
                        "backoff_max_seconds": 0.5, "backoff_jitter": 0.0,
                        "request_timeout_seconds": 2.0, "claim_timeout_seconds": 8.0,
                        "poll_interval_seconds": 0.2},
             **target.config}
-
-
-async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    made = await client.post(path, json=body)
-    assert made.status_code == 201, f"POST {path}: {made.status_code} {made.text}"
-    return made.json()
 
 
 async def _answers(target: Target, admin: httpx.AsyncClient, name: str, rtype: str,
@@ -149,15 +139,15 @@ async def _answers(target: Target, admin: httpx.AsyncClient, name: str, rtype: s
 async def test_dhclient_lease_registers_and_release_removes(
     appliance, admin: httpx.AsyncClient, dhcp_net: DhcpNet, target: Target, tmp_path: Path,
 ) -> None:
-    server = await _post(admin, "/dns-servers", {"name": target.adapter, **target.server})
+    server = await dhcp_lab.created(admin, "/dns-servers", {"name": target.adapter, **target.server})
     for name in (ZONE, REVERSE):
-        await _post(admin, "/dns-zones", {"name": name, "server_id": server["id"]})
-    prefix = await _post(admin, "/prefixes", {"cidr": "10.77.53.0/24"})
-    subnet = await _post(admin, "/subnets", {
+        await dhcp_lab.created(admin, "/dns-zones", {"name": name, "server_id": server["id"]})
+    prefix = await dhcp_lab.created(admin, "/prefixes", {"cidr": "10.77.53.0/24"})
+    subnet = await dhcp_lab.created(admin, "/subnets", {
         "prefix_id": prefix["id"], "cidr": LAN, "gateway": GATEWAY,
         "ddns_adapter": target.adapter, "ddns_server_id": server["id"], "ddns_zone": ZONE,
         "ddns_reverse_zone": REVERSE})
-    await _post(admin, f"/subnets/{subnet['id']}/pools",
+    await dhcp_lab.created(admin, f"/subnets/{subnet['id']}/pools",
                 {"name": "clients", "start_ip": "10.77.53.50", "end_ip": "10.77.53.60"})
     await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")

@@ -27,16 +27,12 @@ LEASE, LOW, HIGH = 3600, 1800, 7200  # the subnet's lease time and bounds
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools("dhclient", "dhcrelay")
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab)
+    return dhcp_lab.relayed(lab)
 
 
 @pytest.fixture
 def config_overrides(dhcp_net: DhcpNet) -> dict[str, dict[str, Any]]:
-    return {"dhcp": {"enabled": True, "listen": [f"{dhcp_net.server_ip}:67"],
-                     "trusted_relays": [f"{dhcp_net.relay_ip}/32"]}}
+    return {"dhcp": dhcp_lab.serving(dhcp_net)}
 
 
 @pytest.fixture

@@ -36,10 +36,7 @@ CLIENT_TOOLS = ("dhclient", "dhcrelay", "busybox")
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools(*CLIENT_TOOLS)
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab)
+    return dhcp_lab.relayed(lab, tools=CLIENT_TOOLS)
 
 
 @pytest.fixture

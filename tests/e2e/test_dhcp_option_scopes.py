@@ -28,22 +28,12 @@ ARCH_CONF = "option arch code 93 = unsigned integer 16;\nsend arch {arch};\n"
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools("dhclient", "dhcrelay")
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab)
+    return dhcp_lab.relayed(lab)
 
 
 @pytest.fixture
 def config_overrides(dhcp_net: DhcpNet) -> dict[str, dict[str, Any]]:
-    return {"dhcp": {"enabled": True, "listen": [f"{dhcp_net.server_ip}:67"],
-                     "trusted_relays": [f"{dhcp_net.relay_ip}/32"]}}
-
-
-async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    made = await client.post(path, json=body)
-    assert made.status_code == 201, f"POST {path}: {made.status_code} {made.text}"
-    return made.json()
+    return {"dhcp": dhcp_lab.serving(dhcp_net)}
 
 
 @pytest.fixture
@@ -51,21 +41,21 @@ async def subnet_id(admin: httpx.AsyncClient, appliance: runtime.Running,
                     dhcp_net: DhcpNet, tmp_path: Path) -> str:
     """A PXE network made through the API: BIOS and UEFI classes by option 93, and a
     reservation with its own DNS servers."""
-    prefix = await _post(admin, "/prefixes", {"cidr": "10.77.0.0/16"})
-    subnet = await _post(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": LAN,
+    prefix = await dhcp_lab.created(admin, "/prefixes", {"cidr": "10.77.0.0/16"})
+    subnet = await dhcp_lab.created(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": LAN,
                                              "gateway": GATEWAY, "lease_time_seconds": 600})
     sid = subnet["id"]
-    await _post(admin, f"/subnets/{sid}/pools",
+    await dhcp_lab.created(admin, f"/subnets/{sid}/pools",
                 {"name": "clients", "start_ip": POOL[0], "end_ip": POOL[1]})
-    await _post(admin, f"/subnets/{sid}/options",
+    await dhcp_lab.created(admin, f"/subnets/{sid}/options",
                 {"code": 6, "payload": {"addresses": [SUBNET_DNS]}})
-    await _post(admin, "/client-classes", {"name": "pxe-bios", "match": "arch", "value": "0",
+    await dhcp_lab.created(admin, "/client-classes", {"name": "pxe-bios", "match": "arch", "value": "0",
                                            "boot_file": BIOS_FILE})
-    await _post(admin, "/client-classes", {"name": "pxe-uefi", "match": "arch", "value": "7",
+    await dhcp_lab.created(admin, "/client-classes", {"name": "pxe-uefi", "match": "arch", "value": "7",
                                            "boot_file": UEFI_FILE})
-    reservation = await _post(admin, f"/subnets/{sid}/reservations",
+    reservation = await dhcp_lab.created(admin, f"/subnets/{sid}/reservations",
                               {"ip": RESERVED_IP, "mac": RESERVED_MAC})
-    await _post(admin, f"/reservations/{reservation['id']}/options",
+    await dhcp_lab.created(admin, f"/reservations/{reservation['id']}/options",
                 {"code": 6, "payload": {"addresses": [RESERVED_DNS]}})
     await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")

@@ -26,10 +26,7 @@ NEXT = "10.77.1.51"
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools("dhclient", "dhcrelay")
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab)
+    return dhcp_lab.relayed(lab)
 
 
 def squat(net: DhcpNet, address: str) -> str:
@@ -46,8 +43,7 @@ def squat(net: DhcpNet, address: str) -> str:
 
 @pytest.fixture
 def config_overrides(dhcp_net: DhcpNet) -> dict[str, dict[str, Any]]:
-    return {"dhcp": {"enabled": True, "listen": [f"{dhcp_net.server_ip}:67"],
-                     "trusted_relays": [f"{dhcp_net.relay_ip}/32"]}}
+    return {"dhcp": dhcp_lab.serving(dhcp_net)}
 
 
 @pytest.fixture

@@ -24,39 +24,29 @@ MAC1, MAC2 = "02:77:00:00:51:01", "02:77:00:00:51:02"
 
 @pytest.fixture
 def dhcp_net(lab: netns.Lab) -> DhcpNet:
-    reason = netns.require_tools("dhclient", "dhcrelay")
-    if reason:
-        pytest.skip(reason)
-    return dhcp_lab.build(lab)
+    return dhcp_lab.relayed(lab)
 
 
 @pytest.fixture
 def config_overrides(dhcp_net: DhcpNet) -> dict[str, dict[str, Any]]:
-    return {"dhcp": {"enabled": True, "listen": [f"{dhcp_net.server_ip}:67"],
-                     "trusted_relays": [f"{dhcp_net.relay_ip}/32"]}}
-
-
-async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    made = await client.post(path, json=body)
-    assert made.status_code == 201, f"POST {path}: {made.status_code} {made.text}"
-    return made.json()
+    return {"dhcp": dhcp_lab.serving(dhcp_net)}
 
 
 @pytest.fixture
 async def shared(admin: httpx.AsyncClient, appliance: runtime.Running, dhcp_net: DhcpNet,
                  tmp_path: Path) -> None:
     """Subnets A and B in one shared network, made through the API."""
-    prefix = await _post(admin, "/prefixes", {"cidr": "10.77.0.0/16"})
-    group = await _post(admin, "/shared-networks", {"name": "lan-and-overflow"})
-    a = await _post(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": LAN,
+    prefix = await dhcp_lab.created(admin, "/prefixes", {"cidr": "10.77.0.0/16"})
+    group = await dhcp_lab.created(admin, "/shared-networks", {"name": "lan-and-overflow"})
+    a = await dhcp_lab.created(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": LAN,
                                         "gateway": GATEWAY, "lease_time_seconds": 600,
                                         "shared_network_id": group["id"]})
-    b = await _post(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": B_CIDR,
+    b = await dhcp_lab.created(admin, "/subnets", {"prefix_id": prefix["id"], "cidr": B_CIDR,
                                         "gateway": B_ROUTER, "lease_time_seconds": 1200,
                                         "shared_network_id": group["id"]})
-    await _post(admin, f"/subnets/{a['id']}/pools",
+    await dhcp_lab.created(admin, f"/subnets/{a['id']}/pools",
                 {"name": "lan", "start_ip": A_ONLY, "end_ip": A_ONLY})
-    await _post(admin, f"/subnets/{b['id']}/pools",
+    await dhcp_lab.created(admin, f"/subnets/{b['id']}/pools",
                 {"name": "overflow", "start_ip": B_POOL[0], "end_ip": B_POOL[1]})
     await dhcp_lab.plan_caught_up(appliance)
     await dhcp_lab.start_relay(dhcp_net, tmp_path / "dhcrelay.log")

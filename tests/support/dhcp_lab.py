@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from ipamd import runtime
 from ipamd.dhcp import plan_loader
-from tests.support.netns import Lab
+from tests.support.netns import Lab, require_tools
 
 LAN = "10.77.1.0/24"
 GATEWAY = "10.77.1.1"
@@ -52,6 +53,30 @@ async def plan_caught_up(running: runtime.Running, timeout: float = 20) -> None:
     with trio.fail_after(timeout):
         while running.state.dhcp.plans.current.version < wanted:  # type: ignore[union-attr]
             await trio.sleep(0.05)
+
+
+def relayed(lab: Lab, *build_args: str, tools: tuple[str, ...] = ("dhclient", "dhcrelay")
+            ) -> DhcpNet:
+    """``build``'s segment for a test that runs ``tools`` on it; skipped (with the reason)
+    where one is missing."""
+    reason = require_tools(*tools)
+    if reason:
+        pytest.skip(reason)
+    return build(lab, *build_args)
+
+
+def serving(net: DhcpNet) -> dict[str, Any]:
+    """The ``[dhcp]`` section of an appliance serving ``net``'s relay."""
+    return {"enabled": True, "listen": [f"{net.server_ip}:67"],
+            "trusted_relays": [f"{net.relay_ip}/32"]}
+
+
+async def created(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST ``body`` through the API; the object it made (201 asserted)."""
+    made = await client.post(path, json=body)
+    assert made.status_code == 201, f"POST {path}: {made.status_code} {made.text}"
+    result: dict[str, Any] = made.json()
+    return result
 
 
 def build(lab: Lab, lan_net: str = LAN, gateway: str = GATEWAY,
