@@ -87,13 +87,18 @@ class Rig(abc.ABC):
             self.psql("postgres", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def udp_overflows(self, ns: str) -> int:
-        """UDP RcvbufErrors of a namespace (its own /proc/net/snmp): full socket buffers.
-        (The kernel counts UDP over IPv6 under the same ``Udp:`` row.)"""
-        done = self.lab.run(ns, ["cat", "/proc/net/snmp"], timeout=10, check=False)
-        rows = [line.split() for line in done.stdout.splitlines() if line.startswith("Udp:")]
-        if len(rows) < 2 or "RcvbufErrors" not in rows[0]:
-            return 0
-        return int(rows[1][rows[0].index("RcvbufErrors")])
+        """Datagrams a full socket buffer dropped in a namespace: UDP over IPv4 counts in
+        /proc/net/snmp (``Udp:`` RcvbufErrors), over IPv6 in /proc/net/snmp6
+        (Udp6RcvbufErrors); both, so one call serves the DHCPv4 and the DHCPv6 bench."""
+        done = self.lab.run(ns, ["cat", "/proc/net/snmp", "/proc/net/snmp6"], timeout=10,
+                            check=False)
+        lines = done.stdout.splitlines()
+        rows = [line.split() for line in lines if line.startswith("Udp:")]
+        v4 = (int(rows[1][rows[0].index("RcvbufErrors")])
+              if len(rows) >= 2 and "RcvbufErrors" in rows[0] else 0)
+        v6 = sum(int(line.split()[1]) for line in lines
+                 if line.startswith("Udp6RcvbufErrors"))
+        return v4 + v6
 
     def journal_derived(self, database: str, timeout: float = 120.0) -> float:
         """Seconds until ipamd's lease journal is empty (its deriver caught up with the run):
