@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from ipaddress import IPv6Address
+from typing import Final
 
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.duid import Duid
@@ -52,6 +53,11 @@ __all__ = ["Malformed", "Message", "RelayMessage", "RelayMsg", "parse"]
 RELAY_HEAD = struct.Struct("!BB16s16s")
 CLIENT_HEADER_SIZE = 4  # msg-type + transaction-id
 RELAY_HEADER_SIZE = RELAY_HEAD.size  # 34
+# A relay header's addresses, built once each: a relay's link-address comes in every message
+# it forwards and IPv6Address(bytes) is interpreted Python (~1.5 µs, 4 a relayed SARR). Peer
+# addresses are one per client behind a relay: bounded, the table starts again when full.
+_ADDRESSES_MAX = 4096
+_addresses: Final[dict[bytes, IPv6Address]] = {}
 
 
 # What both message shapes share (their type's name, typed look-ups over ``options``) is
@@ -248,7 +254,16 @@ def _parse_relay(data: bytes, depth: int) -> RelayMessage:
         raise Malformed("too_short", f"relay message of {len(data)} octets")
     msg_type, hops, link, peer = RELAY_HEAD.unpack_from(data)
     options = _decode(data, RELAY_HEADER_SIZE, depth, relay=True)
-    return RelayMessage(msg_type, hops, IPv6Address(link), IPv6Address(peer), options)
+    return RelayMessage(msg_type, hops, _address(link), _address(peer), options)
+
+
+def _address(raw: bytes) -> IPv6Address:
+    found = _addresses.get(raw)
+    if found is None:
+        if len(_addresses) >= _ADDRESSES_MAX:
+            _addresses.clear()
+        found = _addresses[raw] = IPv6Address(raw)
+    return found
 
 
 def _decode(data: bytes, start: int, depth: int, *, relay: bool) -> list[Option]:
