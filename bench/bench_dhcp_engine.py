@@ -124,10 +124,11 @@ def server_path(doras: int, batch: int = 50) -> float:
         server._committed(txs, True)
         # What the pacer sends, its waits left out: each turn as its first (REPLY_BURST
         # answers), since without the waits no time passes for the pace to allow more.
-        server.dispatch.start_pacing()
-        while server.dispatch.send_burst():
-            server.dispatch.start_pacing()
-        server.dispatch.pacing = False
+        pacer = server.dispatch.pacer
+        pacer.start()
+        while pacer.send_burst():
+            pacer.start()
+        pacer.pacing = False
         spent += clock() - t0
         assert len(sent) == len(txs), dict(server.counters.drops)
         sent.clear()

@@ -9,7 +9,7 @@ writable, the committer's tasks, the pacing of answers — and calls in here:
 * ``on_datagram``: parse, ``engine.decide``, and either a reply now or an op for the
   committer (``submit``);
 * ``committed``: after a batch's commit, ``engine.finish`` builds each answer; they are
-  sent at once when few, else queued for the server's pacer (``send_burst``);
+  sent at once when few, else paced (``pacer``: ``dhcp.pacing.Pacer``, shared with DHCPv6);
 * ``probed``: a ping check's probe ended (``pinger.Pinger``): the Offer, or another pick;
 * ``send``: one answer queued in ``out`` (``outgoing.Outgoing``), which each of the above
   sends at its end, several to a send where it can; a full socket buffer queues them for the
@@ -37,6 +37,7 @@ from ipamd.dhcp.engine import DhcpReply, decide, finish, release_claim
 from ipamd.dhcp.leasestore import Op, OpKind
 from ipamd.dhcp.options import DISCOVER
 from ipamd.dhcp.outgoing import Outgoing
+from ipamd.dhcp.pacing import Pacer
 from ipamd.dhcp.pingcheck import Probe
 from ipamd.dhcp.probed import after_probe
 from ipamd.dhcp.sockets import ancillary
@@ -49,24 +50,6 @@ YIELD_EVERY = 16  # datagrams handled before the receive loop lets other tasks r
 # the datagrams after it. Reading it costs ~4 µs a datagram, hence not on every one.
 SAMPLE_EVERY = 8
 _DISCOVER_HEAD = bytes((53, 1, DISCOVER))  # option 53 first, as nearly every client sends it
-# The answers of a committed batch go out at once when at most REPLY_BURST; more are paced
-# by the server's pacer: hundreds sent back to back overflow the receive buffer of a relay
-# (measured with perfdhcp on 2 busy cores: ~1,100 of 8,000 answers a second lost so). The
-# pacer sends REPLY_BURST first, then at PACE_FACTOR times the rate at which requests that
-# need a commit come in (at least PACE_MIN a second): a backlog — the clients that waited
-# through a slow disk flush — drains soon after, without the relay getting much more than
-# its usual stream. Each turn sends what the time since the last one allows (at most
-# PACE_MAX_SECONDS of it), so a busy event loop that stretches the pacer's gaps does not
-# slow the pacing down: it must never become the bottleneck (at 16 a gap regardless of the
-# gap, it did, and answers piled up for seconds). Measured (bench/README.md): a commit
-# stalled for 0.5 s at 7,000 DORA/s, when the backlog went out an eighth of it a gap,
-# overflowed perfdhcp's socket by ~1,000 answers.
-REPLY_BURST = 32
-PACE_FACTOR = 2.5
-PACE_MIN = 10_000.0  # answers a second
-PACE_MAX_SECONDS = 0.01
-# How often the arrival rate of requests that need a commit is measured again.
-RATE_WINDOW_SECONDS = 0.1
 
 _inet_aton = socket.inet_aton
 _inet_ntoa = socket.inet_ntoa
@@ -87,7 +70,6 @@ class Dispatch:
         *,
         overload_seconds: float,
         stale_seconds: float,
-        wake_pacer: Callable[[], None],
         wake_backlog: Callable[[], None],
         on_error: Callable[[Any], None],
         probe: Callable[[Exchange, Probe], None] | None = None,
@@ -97,22 +79,14 @@ class Dispatch:
         self.committer = committer  # dhcp.committer.Committer: submit(), overloaded()
         self.overload_seconds = overload_seconds
         self.stale_seconds = stale_seconds
-        self.wake_pacer = wake_pacer
         self.on_error = on_error
         self.probe = probe  # pinger.Pinger.start: sends a ping check's echo
         # The client whose op is being committed: its retransmissions meanwhile are dropped.
         self.busy: dict[BusyKey, Exchange] = {}
-        self.replies: list[tuple[Exchange, DhcpReply]] = []  # committed, waiting for the pacer
-        self.pacing = False  # the pacer is sending: new answers queue behind it
-        # Requests that needed a commit, and their rate a second (measured in ``committed``:
-        # it keeps its value through a stalled commit, when the answers pile up).
-        self.submitted = 0
-        self.request_rate = 0.0
-        self._rate_since = _monotonic()
-        self._rate_count = 0
-        self._pace_credit = 0.0  # answers the pacer may send now
-        self._paced_at = 0.0
         self.out = Outgoing(counters, wake_backlog)  # answers to send; ``backlog``: refused
+        # Committed answers (and Offers of probes that ended together), sent paced; it counts
+        # the requests submitted for a commit, whose rate sets the pace.
+        self.pacer: Pacer[tuple[Exchange, DhcpReply]] = Pacer(self._send_queued, self.out.flush)
 
     # ------------------------------------------------------------------ receive
 
@@ -207,7 +181,7 @@ class Dispatch:
                 counters.drops["client_busy"] += 1
                 return
             self.busy[key] = tx
-            self.submitted += 1
+            self.pacer.submitted += 1
             self.committer.submit(tx)
         elif isinstance(outcome, DhcpReply):
             self.send(tx, outcome)
@@ -222,14 +196,14 @@ class Dispatch:
     def probed(self, tx: Exchange, probe: Probe, result: int) -> None:
         """A ping check's probe ended (``pingcheck.SILENT``, ``ANSWERED``, ``UNCHECKED``):
         decide again for its client and queue or commit what that gives (the caller sends
-        the answers, ``send_committed``, once for the probes that ended together)."""
+        the answers, ``pacer.send_queued``, once for the probes that ended together)."""
         tx.born = _monotonic()  # the wait for the echo is not a wait for the committer
         try:
             outcome = after_probe(tx, self.env, probe, result)
             if isinstance(outcome, DhcpReply):
                 # With the answers queued: a stalled loop ends many probes together, and
                 # their Offers at once would overflow a relay as a batch's Acks would.
-                self.replies.append((tx, outcome))
+                self.pacer.queued.append((tx, outcome))
             else:
                 self._route(tx, outcome)
         except Exception:
@@ -243,7 +217,7 @@ class Dispatch:
         counters = self.counters
         env = self.env
         granted = 0
-        self._measure_rate()
+        self.pacer.measure_rate()
         for tx in batch:
             subnet = tx.subnet
             assert subnet is not None
@@ -263,7 +237,7 @@ class Dispatch:
                     continue
                 self.busy.pop(key, None)
                 if isinstance(outcome, DhcpReply):
-                    self.replies.append((tx, outcome))
+                    self.pacer.queued.append((tx, outcome))
                 elif isinstance(outcome, Probe):
                     self._route(tx, outcome)  # after a ping conflict's hold: a new pick's
                 elif outcome is not None:
@@ -271,53 +245,8 @@ class Dispatch:
             except Exception:
                 self.busy.pop(key, None)
                 self.on_error(tx.msg)
-        self.send_committed()
+        self.pacer.send_queued()
         return granted
-
-    def send_committed(self) -> None:
-        """Send the answers queued (a committed batch's, the Offers of probes that ended
-        together): at once when few, else paced."""
-        if not self.pacing and len(self.replies) <= REPLY_BURST:
-            for tx, reply in self.replies:
-                self.send(tx, reply)
-            self.replies.clear()
-            self.out.flush()
-        elif self.replies:
-            self.wake_pacer()
-
-    def _measure_rate(self) -> None:
-        now = _monotonic()
-        elapsed = now - self._rate_since
-        if elapsed >= RATE_WINDOW_SECONDS:
-            self.request_rate = (self.submitted - self._rate_count) / elapsed
-            self._rate_since, self._rate_count = now, self.submitted
-
-    def pace_rate(self) -> float:
-        """Answers a second the pacer sends while a backlog waits."""
-        return max(PACE_MIN, PACE_FACTOR * self.request_rate)
-
-    def start_pacing(self) -> None:
-        """The pacer begins: its first turn sends REPLY_BURST answers."""
-        self.pacing = True
-        self._pace_credit = float(REPLY_BURST)
-        self._paced_at = _monotonic()
-
-    def send_burst(self) -> bool:
-        """The pacer's turn: send what the pace allows since its last turn; True while more
-        answers wait."""
-        replies = self.replies
-        now = _monotonic()
-        rate = self.pace_rate()
-        credit = self._pace_credit + (now - self._paced_at) * rate
-        credit = min(credit, max(float(REPLY_BURST), rate * PACE_MAX_SECONDS))
-        self._paced_at = now
-        burst = min(len(replies), max(1, int(credit)))
-        for tx, reply in replies[:burst]:
-            self.send(tx, reply)
-        del replies[:burst]
-        self.out.flush()
-        self._pace_credit = max(0.0, credit - burst) if replies else 0.0
-        return bool(replies)
 
     def stale(self, batch: Sequence[Exchange]) -> None:
         """Ops the committer dropped unwritten because they waited too long."""
@@ -329,6 +258,9 @@ class Dispatch:
             self.busy.pop((subnet.id, tx.client_key), None)
 
     # ------------------------------------------------------------------ send
+
+    def _send_queued(self, item: tuple[Exchange, DhcpReply]) -> None:
+        self.send(item[0], item[1])
 
     def send(self, tx: Exchange, reply: DhcpReply) -> None:
         """Queue one answer; the caller flushes ``out``."""

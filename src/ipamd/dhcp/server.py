@@ -45,14 +45,9 @@ from ipamd.dhcp.sockets import open_interface, open_listen, split_listen
 
 log = logging.getLogger("ipamd.dhcp.server")
 
-# The pacer's wait between its turns (each sends what dispatch.pace_rate allows since the
-# last). Letting the other tasks run instead of a gap spaces bursts too little (relays'
-# buffers overflowed).
-_REPLY_GAP = 0.001
 _ERROR_LOG_PER_MINUTE = 10
 
 _monotonic = time.monotonic
-_pause = trio.sleep
 
 
 class DhcpServer:
@@ -88,11 +83,10 @@ class DhcpServer:
         self.stats = LeaseStats(db)
         self.endpoints: list[Endpoint] = []
         self._backlog = Backlog()
-        self._replies_wake = trio.Event()
         self.dispatch = Dispatch(
             self.env, self.counters, self.committer,
             overload_seconds=config.overload_wait_ms / 1000, stale_seconds=stale_seconds,
-            wake_pacer=self._wake_pacer, wake_backlog=self._wake_backlog,
+            wake_backlog=self._wake_backlog,
             on_error=self._internal_error, probe=self.pinger.start,
         )
         self.on_datagram = self.dispatch.on_datagram
@@ -150,7 +144,7 @@ class DhcpServer:
                 for ep in self.endpoints:
                     nursery.start_soon(self._receive, ep)
                 nursery.start_soon(self._flush_backlog)
-                nursery.start_soon(self._pace_replies)
+                nursery.start_soon(self.dispatch.pacer.run)
                 if self.config.lease_resync_seconds:
                     nursery.start_soon(self._resync_loop)
                 self.counters.live = self.cache.counts
@@ -202,27 +196,12 @@ class DhcpServer:
     def _probes_reported(self) -> None:
         """After the probes that ended together: their Offers out in as few sends as may
         be (paced when many, as a batch's Acks), conflicts' holds to the database."""
-        self.dispatch.send_committed()
+        self.dispatch.pacer.send_queued()
         self.dispatch.out.flush()
         self.committer.kick()
 
-    def _wake_pacer(self) -> None:
-        self._replies_wake.set()
-
     def _wake_backlog(self) -> None:
         self._backlog.wake()
-
-    async def _pace_replies(self) -> None:
-        dispatch = self.dispatch
-        while True:
-            await self._replies_wake.wait()
-            self._replies_wake = trio.Event()
-            dispatch.start_pacing()
-            try:
-                while dispatch.send_burst():
-                    await _pause(_REPLY_GAP)
-            finally:
-                dispatch.pacing = False
 
     def _stale(self, batch: Sequence[Exchange]) -> None:
         """Ops the committer dropped unwritten because they waited too long."""

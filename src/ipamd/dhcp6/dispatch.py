@@ -7,8 +7,9 @@ receive loops, the committer's tasks, reading bindings again — and calls in he
 * ``on_datagram``: trusted relay? → overload → ``codec.parse`` → ``relay.unwrap`` → the
   link → ``classify`` → ``engine.decide``; the answer queued (``send``) or the message's
   lease changes submitted to the committer (a ``Pending``);
-* ``committed``: after a batch's commit, the bindings remembered and the Replies queued;
-  it returns the messages whose picture of the bindings the database refused;
+* ``committed``: after a batch's commit, the bindings remembered and the Replies sent
+  (``pacer``: at once when few, else paced, as DHCPv4's Acks: ``dhcp.pacing``); it returns
+  the messages whose picture of the bindings the database refused;
 * ``decide``: the decision for one unwrapped message (again, after such a refusal);
 * ``send``: one answer queued in ``out`` (``dhcp.outgoing.Outgoing``); the server flushes
   it at the end of a receive burst or a committed batch.
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 
 from ipamd.dhcp.leasestore import Op6, OpKind, Ops6
 from ipamd.dhcp.outgoing import Outgoing
+from ipamd.dhcp.pacing import Pacer
 from ipamd.dhcp6 import codec, engine, relay
 from ipamd.dhcp6.bindings import BindingCache, ia_name
 from ipamd.dhcp6.classify import classify
@@ -99,6 +101,9 @@ class Dispatch6:
         self.probation_seconds = probation_seconds
         self.overload_seconds = overload_seconds
         self.server_duid: Duid | None = None  # set once the database has given it
+        # Committed Replies, sent paced; it counts the messages submitted for a commit,
+        # whose rate sets the pace.
+        self.pacer: Pacer[Pending] = Pacer(self._send_pending, out.flush)
         # Parsed once: the relays' source addresses (trusted or not), link-addresses as
         # text and the subnets' ids (IPv6Address hashes and formats slowly: by int).
         self._trust: dict[str, bool] = {}
@@ -197,6 +202,7 @@ class Dispatch6:
             self.send(ep, dest, relayed, decision)
             return
         ops = Ops6([self.op(change, relayed, link_address) for change in decision.changes])
+        self.pacer.submitted += 1
         self.committer.submit(Pending(born, ops, decision, relayed, ep, dest, link_address,
                                       retried))
 
@@ -242,20 +248,27 @@ class Dispatch6:
             return
         self.out.add(ep, dest, relay.wrap_bytes(reply.to_bytes(), relayed.hops), reply.msg_type)
 
+    def _send_pending(self, item: Pending) -> None:
+        self.send(item.ep, item.dest, item.relayed, item.decision)
+
     # ------------------------------------------------------------------ after commit
 
     def committed(self, batch: Sequence[Pending]) -> list[Pending]:
-        """A committed batch: bindings remembered, Replies queued; the messages a change of
-        which the database refused, and which have not been decided again yet, returned."""
+        """A committed batch: bindings remembered, Replies sent (or left to the pacer); the
+        messages a change of which the database refused, and which have not been decided
+        again yet, returned."""
         refused: list[Pending] = []
+        pacer = self.pacer
+        pacer.measure_rate()
         for item in batch:
             self.remember(item)
             if item.op.ok:
-                self.send(item.ep, item.dest, item.relayed, item.decision)
+                pacer.queued.append(item)
             elif item.retried:
                 self.counters.drop("conflict")
             else:
                 refused.append(item)
+        pacer.send_queued()
         return refused
 
     def remember(self, item: Pending) -> None:

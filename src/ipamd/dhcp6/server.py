@@ -153,6 +153,7 @@ class Dhcp6Server:
                 await nursery.start(self.plans.run)
                 await nursery.start(self.committer.run)
                 nursery.start_soon(self._backlog.send, self.out)
+                nursery.start_soon(self.dispatch.pacer.run)
                 for ep in self.endpoints:
                     nursery.start_soon(self._receive, ep)
                 if self.config.lease_resync_seconds:

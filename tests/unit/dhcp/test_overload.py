@@ -19,12 +19,12 @@ import trio.testing
 from ipamd.core.histogram import FINE_SECONDS_BUCKETS, Histogram
 from ipamd.dhcp import dispatch as dispatch_mod
 from ipamd.dhcp import options as o
-from ipamd.dhcp import server as server_mod
+from ipamd.dhcp import pacing as pacing_mod
 from ipamd.dhcp.committer import CAREFUL_SECONDS, OVERLAP_MAX, Committer
 from ipamd.dhcp.context import Exchange
-from ipamd.dhcp.dispatch import REPLY_BURST
 from ipamd.dhcp.engine import DhcpReply
 from ipamd.dhcp.leasecache import Lease
+from ipamd.dhcp.pacing import REPLY_BURST
 from ipamd.dhcp.sockets import ancillary
 from tests.unit.dhcp.envs import RELAY, SERVER, SUBNET
 from tests.unit.dhcp.packets import ip, mac_bytes, request
@@ -43,6 +43,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(dispatch_mod, "_monotonic", fake)
+    monkeypatch.setattr(pacing_mod, "_monotonic", fake)
     return fake
 
 
@@ -401,28 +402,28 @@ def _pacer(server: Any, ep: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch,
     later = list(gaps)
 
     async def pause(seconds: float) -> None:
-        assert seconds == server_mod._REPLY_GAP
+        assert seconds == pacing_mod.GAP_SECONDS
         seen.append(len(ep.sock.sent))
         clock.now += later.pop(0) if later else GAP
         await trio.sleep(0)
 
-    monkeypatch.setattr(server_mod, "_pause", pause)
+    monkeypatch.setattr(pacing_mod, "_pause", pause)
     return seen
 
 
 async def test_a_small_batch_is_answered_at_once_a_big_one_at_the_pace(
         nursery: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     server, ep = make_server()
-    server.dispatch.request_rate = RATE
-    assert server.dispatch.pace_rate() == 20_480
-    server.dispatch.replies.extend(_committed_replies(ep, 5))
-    server.dispatch.send_committed()
-    assert len(ep.sock.sent) == 5 and not server.dispatch.replies
+    server.dispatch.pacer.request_rate = RATE
+    assert server.dispatch.pacer.pace_rate() == 20_480
+    server.dispatch.pacer.queued.extend(_committed_replies(ep, 5))
+    server.dispatch.pacer.send_queued()
+    assert len(ep.sock.sent) == 5 and not server.dispatch.pacer.queued
     assert ep.sock.segmented_sends == 1  # one relay, one size: one send for the five
     seen = _pacer(server, ep, clock, monkeypatch)
-    nursery.start_soon(server._pace_replies)
-    server.dispatch.replies.extend(_committed_replies(ep, 100))
-    server.dispatch.send_committed()
+    nursery.start_soon(server.dispatch.pacer.run)
+    server.dispatch.pacer.queued.extend(_committed_replies(ep, 100))
+    server.dispatch.pacer.send_queued()
     assert len(ep.sock.sent) == 5  # left to the pacer
     with trio.fail_after(5):
         while len(ep.sock.sent) < 105:
@@ -437,18 +438,18 @@ async def test_a_small_batch_is_answered_at_once_a_big_one_at_the_pace(
 async def test_a_backlog_drains_at_the_pace_and_a_long_gap_does_not_slow_it(
         nursery: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     server, ep = make_server()
-    server.dispatch.request_rate = RATE
+    server.dispatch.pacer.request_rate = RATE
     # A busy event loop stretched the second gap to 4 of them, and the fourth to 64 (62 ms):
     # the pacer sends what the time allows, up to PACE_MAX_SECONDS of it.
     seen = _pacer(server, ep, clock, monkeypatch, gaps=[GAP, 4 * GAP, GAP, 64 * GAP])
-    nursery.start_soon(server._pace_replies)
-    server.dispatch.replies.extend(_committed_replies(ep, 2000))
-    server.dispatch.send_committed()
+    nursery.start_soon(server.dispatch.pacer.run)
+    server.dispatch.pacer.queued.extend(_committed_replies(ep, 2000))
+    server.dispatch.pacer.send_queued()
     with trio.fail_after(5):
         while len(ep.sock.sent) < 2000:
             await trio.sleep(0)
     steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
-    capped = int(20_480 * dispatch_mod.PACE_MAX_SECONDS)
+    capped = int(20_480 * pacing_mod.PACE_MAX_SECONDS)
     assert steps[:5] == [REPLY_BURST, 20, 80, 20, capped]
     assert set(steps[5:]) == {20}  # never a burst of a quarter of the backlog
     assert sum(steps) + (2000 - seen[-1]) == 2000
@@ -457,24 +458,25 @@ async def test_a_backlog_drains_at_the_pace_and_a_long_gap_does_not_slow_it(
 def test_the_pace_follows_the_rate_of_requests_with_a_floor(clock: Clock) -> None:
     server, ep = make_server()
     dispatch = server.dispatch
-    assert dispatch.pace_rate() == dispatch_mod.PACE_MIN  # nothing has come in yet
+    pacer = dispatch.pacer
+    assert pacer.pace_rate() == pacing_mod.PACE_MIN  # nothing has come in yet
     for n in range(10):
         server.on_datagram(_select(n), RELAY, 67, ep)
-    assert dispatch.submitted == 10 == server.committer.queued
+    assert pacer.submitted == 10 == server.committer.queued
     clock.now += 0.01
     dispatch.committed([], True)  # the window is not over: the rate stands
-    assert dispatch.request_rate == 0
+    assert pacer.request_rate == 0
     clock.now += 0.09
     dispatch.committed([], True)
-    assert dispatch.request_rate == pytest.approx(100)  # 10 in 0.1 s
-    assert dispatch.pace_rate() == dispatch_mod.PACE_MIN
+    assert pacer.request_rate == pytest.approx(100)  # 10 in 0.1 s
+    assert pacer.pace_rate() == pacing_mod.PACE_MIN
     # A stalled commit: no batch finishes for half a second while requests keep coming, and
     # the first batch after it measures them all, not the stall.
-    dispatch.submitted += 5000  # (as _handle counts each request it submits)
+    pacer.submitted += 5000  # (as _handle counts each request it submits)
     clock.now += 0.5
     dispatch.committed([], True)
-    assert dispatch.request_rate == pytest.approx(10_000)
-    assert dispatch.pace_rate() == pytest.approx(dispatch_mod.PACE_FACTOR * 10_000)
+    assert pacer.request_rate == pytest.approx(10_000)
+    assert pacer.pace_rate() == pytest.approx(pacing_mod.PACE_FACTOR * 10_000)
 
 
 class _Op:

@@ -17,9 +17,12 @@ from ipaddress import IPv6Address, IPv6Network
 from typing import Any
 
 import pytest
+import trio
 
 from ipamd.config import parse as parse_config
 from ipamd.core.lease_events import JournalPending
+from ipamd.dhcp import pacing as pacing_mod
+from ipamd.dhcp.pacing import REPLY_BURST
 from ipamd.dhcp6 import protocol as p
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.plan import Binding, IaType, Link, Plan6, Pool6
@@ -143,3 +146,44 @@ def test_a_bursts_answers_leave_together_each_a_whole_datagram(lab: Any) -> None
     assert sorted(a[a.index(b"\x00\x01\x00\x0a") + 4:][:10] for a in answers) == sorted(duids)
     assert server.counters.sent[p.ADVERTISE] == len(duids)
     assert _no_answer(peer)
+
+
+def _granted(item: Any) -> None:
+    """A queued message's ops as the lease store leaves them committed (``commit6``)."""
+    for op in item.op.ops:
+        op.ok, op.lease_id, op.event, op.expires = True, uuid.uuid4(), "granted", time.time() + 3600
+
+
+async def test_a_big_committed_batchs_replies_leave_paced(
+        lab: Any, nursery: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A committed batch of more than REPLY_BURST Replies goes to the pacer (dhcp.pacing):
+    REPLY_BURST on its first turn, the rest in later ones, so a relay's receive buffer is
+    not handed the whole batch at once (DHCPv4's Acks alike: tests/unit/dhcp/test_overload.py)."""
+    server, ep, peer = lab
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # the test loses none
+    sent_at_pauses: list[int] = []
+
+    async def pause(_seconds: float) -> None:
+        sent_at_pauses.append(server.counters.sent[p.REPLY])
+        await trio.sleep(0)
+
+    monkeypatch.setattr(pacing_mod, "_pause", pause)
+    count = REPLY_BURST + 40
+    for n in range(count):
+        duid = bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x11, 0, n))
+        _deliver(server, ep, peer, _with_server(p.REQUEST, duid, f"2001:db8:77:1::{0x160 + n:x}"))
+    batch: list[Any] = server.committer._queue[:]
+    server.committer._queue.clear()
+    assert len(batch) == count and server.dispatch.pacer.submitted == count
+    for item in batch:
+        _granted(item)
+    server._committed(batch, True)
+    assert _no_answer(peer)  # all left to the pacer
+    nursery.start_soon(server.dispatch.pacer.run)
+    peer.setblocking(True)
+    with trio.fail_after(5):
+        answers = [await trio.to_thread.run_sync(peer.recv, 4096) for _ in range(count)]
+    assert all(a[0] == p.RELAY_REPL and a[38] == p.REPLY for a in answers)
+    assert sent_at_pauses[0] == REPLY_BURST and len(sent_at_pauses) >= 2
+    assert server.counters.sent[p.REPLY] == count
+    assert not server.dispatch.pacer.queued
