@@ -23,7 +23,8 @@ has been serving: the binding cache's upkeep grows with it).
 ``--commit`` measures the other side: ``leasestore.commit6`` (the committer's own code) on a
 private durable PostgreSQL, batches of --batch grants (one IA_NA each), then renewals of
 them: the PostgreSQL backend's CPU per binding (from /proc), the Python side's CPU per
-binding (building the statement's arrays, reading its rows) and the wall time per binding;
+binding (building the statement's arrays, reading its rows), the wall time and the WAL
+bytes per binding (the last does not vary with the machine's load);
 then the backend's CPU per binding deriving the journal rows those changes wrote (history
 and events: ``core.lease_events.derive``, as the deriver does).
 
@@ -321,12 +322,22 @@ async def _commit_all(conn: Any, subnet_id: Any, kind: Any, event: str, batch: i
 
 
 def _backend_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The backend's CPU seconds so far, from schedstat's nanoseconds (stat's are 10 ms ticks)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
+async def _wal_bytes(conn: Any, since: str | None = None) -> Any:
+    """The WAL insert position, or the WAL bytes written since ``since``: what a change
+    writes does not vary with the machine's load, unlike its CPU."""
+    if since is None:
+        return await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+    return await conn.fetchval(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::text::pg_lsn)::float8", since)
 
 
 async def _measure_commit(pg: Any, batch: int, count: int) -> list[float]:
-    """µs per binding: backend CPU, Python CPU, wall — for grants, then for renewals."""
+    """µs per binding: backend CPU, Python CPU, wall, derive CPU, and WAL bytes per binding
+    of the commits — for grants, then for renewals."""
     import asyncpg
     from tests.integration.dhcp6.harness import seed_v6
     from tests.support import postgres
@@ -346,13 +357,16 @@ async def _measure_commit(pg: Any, batch: int, count: int) -> list[float]:
             pid = await conn.fetchval("SELECT pg_backend_pid()")
             out: list[float] = []
             for kind, event in ((OpKind.INSERT, "granted"), (OpKind.ACK, "renewed")):
+                mark = await _wal_bytes(conn)
                 before = _backend_cpu(pid)
                 wall, cpu = await _commit_all(conn, subnet_id, kind, event, batch, count)
                 committed = _backend_cpu(pid)
+                wal = await _wal_bytes(conn, mark)
                 while await lease_events.derive(conn):  # history rows and events, as the
                     pass                                # deriver makes them (the journal)
                 out += [1e6 * (committed - before) / count, 1e6 * cpu / count,
-                        1e6 * wall / count, 1e6 * (_backend_cpu(pid) - committed) / count]
+                        1e6 * wall / count, 1e6 * (_backend_cpu(pid) - committed) / count,
+                        wal / count]
             return out
         finally:
             await conn.close()
@@ -375,11 +389,12 @@ def commit_cost(batch: int, count: int, rounds: int) -> None:
         runs = [asyncio.run(_measure_commit(pg, batch, count)) for _ in range(rounds)]
     finally:
         pg.stop()
-    figures = [statistics.median(r[k] for r in runs) for k in range(8)]
-    print(f"  µs per binding, median of {rounds}:  backend CPU   Python CPU   wall   derive CPU")
-    for label, at in (("grant (IA_NA insert)", 0), ("renew", 4)):
+    figures = [statistics.median(r[k] for r in runs) for k in range(10)]
+    print(f"  µs per binding, median of {rounds}:  backend CPU   Python CPU   wall   derive CPU"
+          "   WAL bytes")
+    for label, at in (("grant (IA_NA insert)", 0), ("renew", 5)):
         print(f"  {label:32s} {figures[at]:11.1f} {figures[at + 1]:12.1f} "
-              f"{figures[at + 2]:6.1f} {figures[at + 3]:12.1f}")
+              f"{figures[at + 2]:6.1f} {figures[at + 3]:12.1f} {figures[at + 4]:11.0f}")
 
 
 def main() -> int:
