@@ -6,6 +6,7 @@ version) still get it from their lease."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from ipaddress import IPv6Address
 from typing import Any
@@ -225,3 +226,44 @@ async def test_a_renewal_rewrites_no_index_entry(db: Database) -> None:
         while (counted := await db.run(updates))["n_tup_upd"] < 3:
             await trio.sleep(0.1)
     assert (counted["n_tup_upd"], counted["n_tup_hot_upd"]) == (3, 3)
+
+
+async def test_new_leases_get_distinct_uuidv7_ids_of_their_grant_s_time(db: Database) -> None:
+    """commit6 names its new leases itself (leasestore._v7_ids), not through the column's
+    default: the ids must still be UUIDv7 (RFC 9562 §5.7) of the grant's millisecond."""
+    subnet = await _subnet(db)
+    before = time.time_ns() // 1_000_000
+    grants = [_na(OpKind.INSERT, subnet, n) for n in range(50)]
+    assert await _commit(db, grants) is False
+    after = time.time_ns() // 1_000_000
+    rows = await _fetch(db, "SELECT lease_id FROM leases")
+    ids = {r["lease_id"] for r in rows}
+    assert ids == {op.lease_id for op in grants} and len(ids) == 50
+    for lease_id in ids:
+        assert (lease_id.version, lease_id.variant) == (7, uuid.RFC_4122)
+        assert before <= lease_id.int >> 80 <= after
+
+
+async def test_a_binding_without_a_mac_has_no_leases_mac_entry(db: Database) -> None:
+    """leases_mac indexes only leases with a MAC (migration 0028): a DHCPv6 binding has one
+    only when its relay sent RFC 6939's option 79; a look-up by MAC still uses the index."""
+    subnet = await _subnet(db)
+    grants = [_na(OpKind.INSERT, subnet, n) for n in range(4)]
+    grants[0].mac, grants[1].mac = "02:00:5e:10:00:01", "02:00:5e:10:00:02"
+    assert await _commit(db, grants) is False
+
+    async def entries(conn: asyncpg.Connection) -> tuple[float, str]:
+        # A dead row makes VACUUM scan every index, which counts its entries (reltuples).
+        await conn.execute("DELETE FROM leases WHERE lease_id = $1", grants[1].lease_id)
+        await conn.execute("VACUUM leases")
+        counted = await conn.fetchval("SELECT reltuples FROM pg_class WHERE relname = $1",
+                                      "leases_mac")
+        async with conn.transaction():
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            plan = "\n".join(r[0] for r in await conn.fetch(
+                "EXPLAIN SELECT lease_id FROM leases WHERE mac = '02:00:5e:10:00:01'"))
+        return counted, plan
+
+    counted, plan = await db.run(entries)
+    assert counted == 1
+    assert "leases_mac" in plan
