@@ -63,6 +63,28 @@ def test_put_replaces_the_holder_of_an_address_and_drop_forgets_everywhere() -> 
     assert cache.holder(A("2001:db8:4400::"), 48, NOW) is None
 
 
+def test_a_prefix_look_up_sees_addresses_bound_before_and_after_its_first() -> None:
+    """Addresses' starts are sorted only once a shorter prefix is looked up; bindings put
+    and dropped before and after that first look-up are all seen."""
+    cache = BindingCache()
+    before, dropped = uuid.uuid4(), uuid.uuid4()
+    cache.put(before, _na(ONE, "2001:db8:4400:ab00::10"))
+    cache.put(dropped, _na(ONE, "2001:db8:4400:cd00::10", iaid=2))
+    cache.drop(dropped)
+    found = cache.holder(A("2001:db8:4400:ab00::"), 56, NOW)  # the first: sorts them
+    assert found is not None and found.address == A("2001:db8:4400:ab00::10")
+    assert cache.holder(A("2001:db8:4400:cd00::"), 56, NOW) is None
+    cache.put(uuid.uuid4(), _na(TWO, "2001:db8:4400:ef00::20"))  # after it
+    found = cache.holder(A("2001:db8:4400:ef00::"), 56, NOW)
+    assert found is not None and found.duid == TWO
+    cache.drop(before)
+    assert cache.holder(A("2001:db8:4400:ab00::"), 56, NOW) is None
+    cache.drop_ia(TWO, 1, IaType.NA)  # the last address: its length is forgotten
+    assert cache.holder(A("2001:db8:4400::"), 48, NOW) is None
+    cache.put(uuid.uuid4(), _na(ONE, "2001:db8:4400:ab00::30"))  # and sorted again
+    assert cache.holder(A("2001:db8:4400::"), 48, NOW) is not None
+
+
 def test_rows_of_the_lease_store_become_bindings() -> None:
     lease_id = uuid.uuid4()
     row = (lease_id, uuid.uuid4(), "2001:db8::10", 128, "active", ONE.text, 7, "na", NOW + 5)
