@@ -36,6 +36,13 @@ class BindingCache:
 
     def __init__(self) -> None:
         self._clear()
+        # What messages whose commit is still on its way are granting, by (start, prefix
+        # length): ``holder`` answers with the claim, so another client probing that position
+        # meanwhile takes its next one. Two clients on one position both went to the
+        # database, and the second was refused: its whole batch's statement ran again, its
+        # bindings were read again, and refused twice its message was dropped (``conflict``,
+        # bench/README.md). Not cleared with the bindings: it is about messages in flight.
+        self._claims: dict[tuple[int, int], Binding] = {}
 
     def _clear(self) -> None:
         self._by_id: dict[uuid.UUID, Binding] = {}
@@ -63,7 +70,14 @@ class BindingCache:
                 if b.state == "active" and b.expires > now]
 
     def holder(self, address: IPv6Address, prefix_length: int, now: float) -> Binding | None:
+        """Who holds that address or prefix (or overlaps it), or is about to (a claim of
+        the same start and length)."""
         start = int(address) >> (128 - prefix_length) << (128 - prefix_length)
+        claims = self._claims
+        if claims:
+            claim = claims.get((start, prefix_length))
+            if claim is not None:
+                return claim
         end = start | ((1 << (128 - prefix_length)) - 1)
         for length, table in self._at.items():
             if length <= prefix_length:
@@ -133,6 +147,20 @@ class BindingCache:
         if not table:
             del self._at[length]
             self._starts.pop(length, None)
+
+    def claim(self, binding: Binding) -> None:
+        """A grant on its way to the database (see ``_claims``)."""
+        self._claims[(int(binding.address), binding.prefix_length)] = binding
+
+    def unclaim(self, address: IPv6Address, prefix_length: int, duid: Duid, iaid: int,
+                ia_type: IaType) -> None:
+        """That IA's grant committed, refused or dropped: its claim goes (another IA's that
+        took the position since stays)."""
+        key = (int(address), prefix_length)
+        claim = self._claims.get(key)
+        if claim is not None and claim.duid == duid and claim.iaid == iaid \
+                and claim.ia_type == ia_type:
+            del self._claims[key]
 
     def drop_ia(self, duid: Duid, iaid: int, ia_type: IaType) -> None:
         for lease_id in list(self._by_ia.get((duid.raw, iaid, ia_type), ())):

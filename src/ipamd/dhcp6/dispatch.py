@@ -35,6 +35,7 @@ from ipamd.dhcp6.plan import Binding, Plan6
 from ipamd.dhcp6.protocol import RELAY_FORW, SOLICIT, Malformed
 from ipamd.dhcp6.sockets import CLIENT_PORT, Endpoint
 
+_FOREVER = float("inf")  # a claim's expiry: it lasts until its commit ends (unclaim)
 _CACHE_MAX = 4096  # relays' source addresses and link-addresses remembered: few, but bounded
 _KINDS = {ChangeKind.GRANT: OpKind.INSERT, ChangeKind.RENEW: OpKind.ACK,
           ChangeKind.RELEASE: OpKind.RELEASE, ChangeKind.DECLINE: OpKind.DECLINE}
@@ -202,9 +203,26 @@ class Dispatch6:
             self.send(ep, dest, relayed, decision)
             return
         ops = Ops6([self.op(change, relayed, link_address) for change in decision.changes])
+        self.claim(decision)
         self.pacer.submitted += 1
         self.committer.submit(Pending(born, ops, decision, relayed, ep, dest, link_address,
                                       retried))
+
+    def claim(self, decision: Decision) -> None:
+        """The decision's grants held in the cache until their commit (``BindingCache.claim``)."""
+        cache = self.cache
+        for change in decision.changes:
+            if change.kind is ChangeKind.GRANT:
+                cache.claim(Binding(change.ia_type, change.duid, change.iaid, change.address,
+                                    change.prefix_length, "active", _FOREVER))
+
+    def unclaim(self, item: Pending) -> None:
+        """Its commit ended (written, refused, failed or dropped unwritten)."""
+        cache = self.cache
+        for change in item.decision.changes:
+            if change.kind is ChangeKind.GRANT:
+                cache.unclaim(change.address, change.prefix_length, change.duid, change.iaid,
+                              change.ia_type)
 
     def op(self, change: LeaseChange, relayed: relay.Relayed,
            link_address: IPv6Address | None) -> Op6:
@@ -261,6 +279,7 @@ class Dispatch6:
         pacer = self.pacer
         pacer.measure_rate()
         for item in batch:
+            self.unclaim(item)
             self.remember(item)
             if item.op.ok:
                 pacer.queued.append(item)

@@ -205,7 +205,8 @@ class Dhcp6Server:
         counters.batches += 1
         counters.committed_ops += sum(len(item.op.ops) for item in batch)
         if not ok:
-            for _ in batch:
+            for item in batch:
+                self.dispatch.unclaim(item)
                 counters.drop("db_error")
             return
         self.journal.written()
@@ -244,7 +245,8 @@ class Dhcp6Server:
         self.flush()
 
     def _stale(self, batch: Sequence[Pending]) -> None:
-        for _ in batch:
+        for item in batch:
+            self.dispatch.unclaim(item)
             self.counters.drop("stale")
 
     # ------------------------------------------------------------------ bookkeeping

@@ -192,3 +192,52 @@ async def test_a_big_committed_batchs_replies_leave_paced(
     assert steps[0] == REPLY_BURST and set(steps[1:]) <= {9, 10} and len(steps) >= 4
     assert server.counters.sent[p.REPLY] == count
     assert not server.dispatch.pacer.queued
+
+
+def _one_address_link(server: Dhcp6Server) -> IPv6Address:
+    """The plan's link with a pool of one address (the lab's held binding is outside it)."""
+    only = IPv6Address("2001:db8:77:1::100")
+    link = Link("00000000-0000-7000-8000-000000000001", IPv6Network("2001:db8:77:1::/64"),
+                pools=(Pool6(only, only),))
+    server.plans.current = VersionedPlan6(Plan6((link,)), 2)
+    return only
+
+
+def _advertised(server: Dhcp6Server, ep: Endpoint, peer: socket.socket, duid: bytes,
+                address: IPv6Address) -> bool:
+    peer.setblocking(True)
+    _deliver(server, ep, peer, _solicit(duid))
+    answer = peer.recv(4096)
+    assert answer[0] == p.RELAY_REPL and answer[38] == p.ADVERTISE
+    return address.packed in answer
+
+
+def test_an_address_granted_by_a_message_in_flight_is_not_offered_to_another(lab: Any) -> None:
+    """Between a Request's decision and its commit its address is claimed in the cache:
+    another client's Solicit is not offered it (two grants of one address would go to the
+    database and the second be refused); the claim goes when the commit ends."""
+    server, ep, peer = lab
+    only = _one_address_link(server)
+    first, second = (bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x12, 0, n)) for n in (1, 2))
+    _deliver(server, ep, peer, _with_server(p.REQUEST, first, str(only)))
+    batch: list[Any] = server.committer._queue[:]
+    server.committer._queue.clear()
+    assert [op.ip for item in batch for op in item.op.ops] == [only]
+    assert not _advertised(server, ep, peer, second, only)  # claimed: NoAddrsAvail
+    server._committed(batch, False)  # the commit failed: nothing was written
+    assert _advertised(server, ep, peer, second, only)
+
+
+def test_a_claim_goes_with_its_commit_and_the_binding_holds_the_address(lab: Any) -> None:
+    server, ep, peer = lab
+    only = _one_address_link(server)
+    first, second = (bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x12, 0, n)) for n in (3, 4))
+    _deliver(server, ep, peer, _with_server(p.REQUEST, first, str(only)))
+    batch: list[Any] = server.committer._queue[:]
+    server.committer._queue.clear()
+    for item in batch:
+        _granted(item)
+    server._committed(batch, True)
+    assert peer.recv(4096)[38] == p.REPLY
+    assert not _advertised(server, ep, peer, second, only)  # bound to the first now
+    assert _advertised(server, ep, peer, first, only)  # its own, offered again
