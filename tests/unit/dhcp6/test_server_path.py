@@ -175,8 +175,7 @@ async def test_a_big_committed_batchs_replies_leave_paced(
     for n in range(count):
         duid = bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x11, 0, n))
         _deliver(server, ep, peer, _with_server(p.REQUEST, duid, f"2001:db8:77:1::{0x160 + n:x}"))
-    batch: list[Any] = server.committer._queue[:]
-    server.committer._queue.clear()
+    batch = _taken(server)
     assert len(batch) == count and server.dispatch.pacer.submitted == count
     for item in batch:
         _granted(item)
@@ -203,6 +202,17 @@ def _one_address_link(server: Dhcp6Server) -> IPv6Address:
     return only
 
 
+def _taken(server: Dhcp6Server) -> list[Any]:
+    """The messages queued for their commit, taken as the committer's worker takes them."""
+    batch: list[Any] = server.committer._queue[:]
+    server.committer._queue.clear()
+    return batch
+
+
+def _client(n: int) -> bytes:
+    return bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x12, 0, n))
+
+
 def _advertised(server: Dhcp6Server, ep: Endpoint, peer: socket.socket, duid: bytes,
                 address: IPv6Address) -> bool:
     peer.setblocking(True)
@@ -218,10 +228,9 @@ def test_an_address_granted_by_a_message_in_flight_is_not_offered_to_another(lab
     database and the second be refused); the claim goes when the commit ends."""
     server, ep, peer = lab
     only = _one_address_link(server)
-    first, second = (bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x12, 0, n)) for n in (1, 2))
+    first, second = _client(1), _client(2)
     _deliver(server, ep, peer, _with_server(p.REQUEST, first, str(only)))
-    batch: list[Any] = server.committer._queue[:]
-    server.committer._queue.clear()
+    batch = _taken(server)
     assert [op.ip for item in batch for op in item.op.ops] == [only]
     assert not _advertised(server, ep, peer, second, only)  # claimed: NoAddrsAvail
     server._committed(batch, False)  # the commit failed: nothing was written
@@ -231,10 +240,9 @@ def test_an_address_granted_by_a_message_in_flight_is_not_offered_to_another(lab
 def test_a_claim_goes_with_its_commit_and_the_binding_holds_the_address(lab: Any) -> None:
     server, ep, peer = lab
     only = _one_address_link(server)
-    first, second = (bytes.fromhex("00030001") + bytes((2, 0, 0x5E, 0x12, 0, n)) for n in (3, 4))
+    first, second = _client(3), _client(4)
     _deliver(server, ep, peer, _with_server(p.REQUEST, first, str(only)))
-    batch: list[Any] = server.committer._queue[:]
-    server.committer._queue.clear()
+    batch = _taken(server)
     for item in batch:
         _granted(item)
     server._committed(batch, True)
