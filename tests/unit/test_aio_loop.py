@@ -9,6 +9,7 @@ import time
 
 import pytest
 import trio
+import trio.testing
 
 from ipamd.db import aio_loop
 
@@ -48,6 +49,43 @@ async def test_the_loops_timers_fire_without_other_io() -> None:
         with trio.fail_after(5):
             slept = await aio_loop.call(nap)
     assert 0.04 <= slept < 2
+
+
+async def test_a_nearer_timer_armed_beside_a_far_one_fires_on_time() -> None:
+    # An asyncpg pool keeps a timer minutes out per released connection: the clock waits
+    # for that one, and a nearer timer armed by a later unit must bring its deadline forward
+    # (fails with the clock left at the hour).
+    async def nap() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await asyncio.sleep(0.05)
+        return loop.time() - start
+
+    async def arm() -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(3600, lambda: None)
+
+    async with aio_loop.open_loop() as driven:
+        await trio.testing.wait_all_tasks_blocked()  # the clock waits, with no timer yet
+        far = await aio_loop.call(arm)
+        assert driven._clock_when == far.when()  # now for the hour's timer
+        with trio.fail_after(5):
+            slept = await aio_loop.call(nap)
+        far.cancel()
+    assert 0.04 <= slept < 2
+
+
+async def test_a_timer_armed_in_a_turn_the_driver_took_fires() -> None:
+    # The unit resumes in a turn woken by I/O (the executor's answer through the self-pipe)
+    # and then arms a timer: the clock must hear of it (fails by hanging without).
+    async def read_then_nap() -> str:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, time.sleep, 0.01)
+        await asyncio.sleep(0.05)
+        return "slept"
+
+    async with aio_loop.open_loop():
+        with trio.fail_after(5):
+            assert await aio_loop.call(read_then_nap) == "slept"
 
 
 async def test_work_finished_on_another_thread_wakes_the_loop() -> None:
@@ -206,7 +244,7 @@ async def test_a_started_unit_takes_its_first_steps_before_start_returns() -> No
 @pytest.mark.parametrize("armed", [True, False], ids=["on-a-timer", "on-a-future"])
 async def test_a_unit_past_its_timeout_is_cancelled_and_fails_with_a_timeout_error(
         armed: bool) -> None:
-    # Waiting on a timer, the driver waits with a deadline; on a bare future, without one.
+    # Waiting on a timer, the clock waits with a deadline; on a bare future, nothing does.
     cancelled: list[bool] = []
 
     async def forever() -> None:

@@ -12,9 +12,12 @@ against ~170 µs in plain asyncio — most of a small API request (on the 2-core
   caller (the unit's query goes out without waiting for the driver); the task's done
   callback reschedules the waiting trio task directly;
 - a crossing's deadline is kept by a watchdog task that looks a few times a second, not by
-  a trio cancel scope per crossing, and the driver waits without one while the loop has no
-  timer (it is woken through the loop's self-pipe): entering and closing those scopes was
-  the largest part of what a lone crossing added to a DHCP commit.
+  a trio cancel scope per crossing, and the driver waits without a scope (it is woken
+  through the loop's self-pipe): entering and closing those scopes was the largest part of
+  what a lone crossing added to a DHCP commit. The loop's timers (an asyncpg pool arms one
+  per released connection, minutes out) are kept by a third task, the clock, whose one
+  scope's deadline moves only when an earlier timer is armed: the appliance always has one,
+  and a scope entered and closed per wake had put that cost back on every commit's answer.
 
 No thread, no self-pipe write and no hand-over of the GIL per crossing (a loop on its own
 thread cost ~300 µs per `SELECT 1` for those); with 8 units in flight a crossing costs what
@@ -152,10 +155,12 @@ class DrivenLoop:
     def __init__(self) -> None:
         self._selector = _NeverBlocks()
         self.loop = asyncio.SelectorEventLoop(self._selector)
-        # The driver's wait, while it waits for a timer too; ``_bare``: while it waits for
-        # I/O alone (no timer is armed), woken through the loop's self-pipe.
-        self._waiting: trio.CancelScope | None = None
+        # ``_bare``: the driver waits for I/O (woken through the loop's self-pipe then).
         self._bare = False
+        # The clock's wait for the loop's next timer (``keep_time``), and that timer's time
+        # on the loop's clock (inf: none armed, or the clock is not waiting).
+        self._clock: trio.CancelScope | None = None
+        self._clock_when = math.inf
         self._timed: dict[Crossing[Any], None] = {}  # crossings with a deadline, in flight
         self._turning = False  # in _turns (see turn_now)
         self.closed = False
@@ -196,10 +201,19 @@ class DrivenLoop:
         return trio.current_time() + max(0.0, scheduled[0].when() - self.loop.time())
 
     def _wake_driver(self) -> None:
-        if self._waiting is not None:
-            self._waiting.cancel()
-        elif self._bare:
+        if self._bare:
             self.loop._write_to_self()  # type: ignore[attr-defined]  # asyncio private (see above)
+
+    def _timer_armed(self) -> None:
+        """Bring the clock's deadline forward to the loop's next timer if that is earlier
+        (it is never moved later: a wake for a cancelled timer only looks again). Compared
+        on the loop's clock: this runs at every crossing, and trio re-registers a deadline
+        on every set."""
+        # asyncio's private timer heap (see the module's docstring)
+        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]  # private
+        if scheduled and scheduled[0].when() < self._clock_when and self._clock is not None:
+            self._clock_when = scheduled[0].when()
+            self._clock.deadline = self._next_timer()
 
     def turn_now(self) -> None:
         """Take the loop's turns in the caller until nothing is ready; more than
@@ -210,39 +224,39 @@ class DrivenLoop:
         self._turns(False)
         if self.loop._ready:  # type: ignore[attr-defined]  # asyncio private (see above)
             self._wake_driver()
-        elif self._bare:
-            if self.loop._scheduled:  # type: ignore[attr-defined]  # asyncio private (see above)
-                self._wake_driver()  # a timer armed in these turns: wait for it too
-        elif self._waiting is not None:
-            # A timer armed in these turns (asyncpg's connect timeout) may be due before
-            # the driver would otherwise look. (Set only when earlier: trio re-registers a
-            # deadline on every set, and this runs at every crossing.)
-            due = self._next_timer()
-            if due < self._waiting.deadline:
-                self._waiting.deadline = due
+        # A timer armed in these turns (asyncpg's connect timeout) may be due before the
+        # clock would otherwise look.
+        self._timer_armed()
 
     async def drive(self) -> None:
-        """Take a turn whenever the loop has I/O, a due timer or ready callbacks."""
+        """Take a turn whenever the loop has I/O or ready callbacks (timers: ``keep_time``)."""
         loop = self.loop
         epoll_fd = loop._selector.fileno()  # type: ignore[attr-defined]  # asyncio private (see above)
         while True:
             self._turns(True)
+            self._timer_armed()  # by what the I/O woke (a unit's asyncio.sleep after a read)
             if loop._ready:  # type: ignore[attr-defined]  # asyncio private (see above)
                 await trio.lowlevel.checkpoint()  # trio's tasks run between busy turns
                 continue
-            if not loop._scheduled:  # type: ignore[attr-defined]  # asyncio private (see above)
-                self._bare = True
+            self._bare = True
+            try:
+                await trio.lowlevel.wait_readable(epoll_fd)
+            finally:
+                self._bare = False
+
+    async def keep_time(self) -> None:
+        """Take the loop's turns when its next timer is due."""
+        scheduled: list[asyncio.TimerHandle] = self.loop._scheduled  # type: ignore[attr-defined]  # private
+        while True:
+            with trio.CancelScope(deadline=self._next_timer()) as clock:
+                self._clock = clock
+                self._clock_when = scheduled[0].when() if scheduled else math.inf
                 try:
-                    await trio.lowlevel.wait_readable(epoll_fd)
+                    await trio.sleep_forever()
                 finally:
-                    self._bare = False
-                continue
-            with trio.CancelScope(deadline=self._next_timer()) as waiting:
-                self._waiting = waiting
-                try:
-                    await trio.lowlevel.wait_readable(epoll_fd)
-                finally:
-                    self._waiting = None
+                    self._clock = None
+                    self._clock_when = math.inf
+            self.turn_now()  # runs the timers due (and what they make ready)
 
     async def watch(self) -> None:
         """Cancel the units past their deadline, every WATCH_SECONDS; their callers get a
@@ -332,6 +346,7 @@ async def open_loop() -> AsyncIterator[DrivenLoop]:
         with driving:
             async with trio.open_nursery() as both:
                 both.start_soon(driven.watch)
+                both.start_soon(driven.keep_time)
                 await driven.drive()
 
     try:
