@@ -62,8 +62,6 @@ from ipamd.dhcp6.sockets import (
 
 log = logging.getLogger("ipamd.dhcp6.server")
 
-RECV_SIZE = 65_535  # a UDP payload; a relay chain of nine hops still fits
-_BURST = 64  # datagrams read per wake-up before other tasks get a turn
 _ERROR_LOG_PER_MINUTE = 10
 
 
@@ -93,7 +91,7 @@ class Dhcp6Server:
             self.counters, self.cache, self.plans, self.committer, self.out,
             trusted=[ipaddress.IPv6Network(item, strict=False) for item in config.trusted_relays],
             reply_port=config.reply_port, probation_seconds=config.decline_probation_seconds,
-            overload_seconds=config.overload_wait_ms / 1000)
+            overload_seconds=config.overload_wait_ms / 1000, on_error=self._internal_error)
         self.on_datagram = self.dispatch.on_datagram
         self._db_log = Throttle(log)
         self._nursery: trio.Nursery | None = None
@@ -170,29 +168,21 @@ class Dhcp6Server:
     # ------------------------------------------------------------------ receive
 
     async def _receive(self, ep: Endpoint) -> None:
+        drain = self.dispatch.drain
+        kick = self.committer.kick
         sock = ep.sock
-        on_datagram = self.dispatch.on_datagram
         while True:
+            empty = drain(ep)
+            kick()  # the burst's commit goes into the database before this parks
+            if not empty:  # more waiting: other tasks get a turn first
+                await trio.lowlevel.checkpoint()
+                continue
             ep.waiting_since = since = time.monotonic()
             try:
                 await trio.lowlevel.wait_readable(sock)
             finally:
                 ep.waited += time.monotonic() - since
                 ep.waiting_since = None
-            for _ in range(_BURST):
-                try:
-                    data, source = sock.recvfrom(RECV_SIZE)
-                except BlockingIOError:
-                    break
-                except OSError:  # an ICMP error reported on the socket: not a datagram
-                    continue
-                try:
-                    on_datagram(ep, data, source)
-                except Exception:  # a bug must cost one message, never the server
-                    self._internal_error(data)
-            self.committer.kick()  # the burst's commit goes into the database first
-            self.flush()
-            await trio.lowlevel.checkpoint()
 
     def flush(self) -> None:
         """Send the answers queued since the last flush (counted as sent, or send_failed)."""

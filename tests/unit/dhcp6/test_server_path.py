@@ -24,6 +24,7 @@ from ipamd.core.lease_events import JournalPending
 from ipamd.dhcp import pacing as pacing_mod
 from ipamd.dhcp.pacing import REPLY_BURST
 from ipamd.dhcp6 import protocol as p
+from ipamd.dhcp6.dispatch import DRAIN_BURST
 from ipamd.dhcp6.duid import Duid
 from ipamd.dhcp6.plan import Binding, IaType, Link, Plan6, Pool6
 from ipamd.dhcp6.plan_loader import VersionedPlan6
@@ -249,3 +250,22 @@ def test_a_claim_goes_with_its_commit_and_the_binding_holds_the_address(lab: Any
     assert peer.recv(4096)[38] == p.REPLY
     assert not _advertised(server, ep, peer, second, only)  # bound to the first now
     assert _advertised(server, ep, peer, first, only)  # its own, offered again
+
+
+def test_drain_reads_a_burst_then_says_whether_the_socket_is_empty(lab: Any) -> None:
+    """The receive loop's step (``Dispatch6.drain``): up to DRAIN_BURST datagrams handled and
+    answered, False while more wait (the loop lets other tasks run, then drains again), True
+    once the socket is empty (the loop waits for it to be readable)."""
+    server, ep, peer = lab
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    ep.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    count = DRAIN_BURST + 3
+    for n in range(count):
+        peer.sendto(_solicit(_client(n)), ep.sock.getsockname())
+    assert server.dispatch.drain(ep) is False
+    assert server.counters.sent[p.ADVERTISE] == DRAIN_BURST  # the burst's answers are out
+    assert server.dispatch.drain(ep) is True
+    assert server.counters.sent[p.ADVERTISE] == count
+    answers = [peer.recv(4096) for _ in range(count)]
+    assert all(a[0] == p.RELAY_REPL and a[38] == p.ADVERTISE for a in answers)
+    assert server.dispatch.drain(ep) is True and server.counters.received[p.SOLICIT] == count
