@@ -110,8 +110,12 @@ async def list_page(
     version ``rendered`` holds are not read again (core/rendered.py)."""
     given = (after, f.tenant_id, f.cidr, f.contains, f.within)
     values = [value for value in given if value is not None]
-    page = await conn.fetch(PAGE_SQL[tuple(value is not None for value in given)],
-                            *values, limit + 1)
+    shape = tuple(value is not None for value in given)
+    page = await conn.fetch(PAGE_SQL[shape], *values, limit + 1)
+    key = ("prefix", shape, *values, limit)
+    kept: list[tuple[uuid.UUID, str]] | None = rendered.page(key, page)
+    if kept is not None:
+        return kept  # (shared by the requests that get it: read, never changed)
     held = rendered.get_many("prefix", page)  # each row is (id, version)
     shown: list[tuple[uuid.UUID, str]] = []
     missing: list[uuid.UUID] = []
@@ -121,6 +125,7 @@ async def list_page(
         else:
             shown.append((row[0], text))
     if not missing:
+        rendered.keep_page("prefix", key, page, shown)
         return shown
     texts = dict(shown)
     # A row changed since the page was read is shown as it is now; one deleted is left out.

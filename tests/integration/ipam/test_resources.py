@@ -249,6 +249,8 @@ async def test_prefix_list_shows_every_change_whoever_made_it(operator, viewer, 
         return {item["id"]: item for item in items if item["id"] in ids}
 
     assert set(await listed()) == set(ids)  # rendered and kept
+    assert set(await listed()) == set(ids)  # the page made from them kept (core/rendered.py)
+    assert set(await listed()) == set(ids)  # and served
     assert (await operator.patch(f"/prefixes/{ids[0]}",
                                  json={"description": "by the API"})).status_code == 200
     await db.run(_describe, ids[1], "by hand")
